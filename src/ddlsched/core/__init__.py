@@ -1,0 +1,1 @@
+"""Core domain model and the event-driven engine."""

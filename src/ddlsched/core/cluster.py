@@ -1,0 +1,84 @@
+"""Cluster topology: servers with GPUs, memory and bandwidths (SPEC §2).
+
+GPUs are numbered globally in cluster order (server 0's GPUs first); ``gpu_label`` gives the
+public ``server:gpu`` form used in output files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Server:
+    """One server: ``num_gpus`` identical GPUs behind one network link to a non-blocking switch."""
+
+    num_gpus: int
+    gpu_memory_mb: float = 16384.0
+    intra_bandwidth_gbps: float = 100.0
+    network_bandwidth_gbps: float = 10.0
+    gpu_type: str = "V100"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A set of servers. Heterogeneous GPU counts per server are allowed."""
+
+    servers: tuple[Server, ...]
+    name: str = "custom"
+    # derived lookup tables, filled in __post_init__
+    gpu_server: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    gpu_local: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    server_first_gpu: tuple[int, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.servers:
+            raise ValueError("a cluster needs at least one server")
+        gs: list[int] = []
+        gl: list[int] = []
+        first: list[int] = []
+        for s, srv in enumerate(self.servers):
+            first.append(len(gs))
+            for g in range(srv.num_gpus):
+                gs.append(s)
+                gl.append(g)
+        object.__setattr__(self, "gpu_server", tuple(gs))
+        object.__setattr__(self, "gpu_local", tuple(gl))
+        object.__setattr__(self, "server_first_gpu", tuple(first))
+
+    @classmethod
+    def homogeneous(
+        cls, num_servers: int, gpus_per_server: int, name: str = "custom", **server_kw: float | str
+    ) -> Cluster:
+        """``num_servers`` identical servers with ``gpus_per_server`` GPUs each."""
+        srv = Server(num_gpus=gpus_per_server, **server_kw)  # type: ignore[arg-type]
+        return cls(servers=tuple(srv for _ in range(num_servers)), name=name)
+
+    @property
+    def num_servers(self) -> int:
+        return len(self.servers)
+
+    @property
+    def num_gpus(self) -> int:
+        return len(self.gpu_server)
+
+    @property
+    def max_gpus_per_server(self) -> int:
+        return max(s.num_gpus for s in self.servers)
+
+    def gpus_of_server(self, server: int) -> range:
+        start = self.server_first_gpu[server]
+        return range(start, start + self.servers[server].num_gpus)
+
+    def gpu_memory(self, gpu: int) -> float:
+        return self.servers[self.gpu_server[gpu]].gpu_memory_mb
+
+    def gpu_label(self, gpu: int) -> str:
+        return f"{self.gpu_server[gpu]}:{self.gpu_local[gpu]}"
+
+    def placement_label(self, gpus: tuple[int, ...] | list[int]) -> str:
+        return ";".join(self.gpu_label(g) for g in gpus)
+
+    def servers_of(self, gpus: tuple[int, ...] | list[int]) -> tuple[int, ...]:
+        """Distinct servers a GPU set spans, in cluster order."""
+        return tuple(sorted({self.gpu_server[g] for g in gpus}))

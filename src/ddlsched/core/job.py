@@ -1,0 +1,40 @@
+"""Jobs as immutable input (SPEC §2). Runtime state lives in the engine, not here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    """A DNN's per-iteration costs on one GPU (Wang Table III).
+
+    ``t_forward``/``t_backward`` in seconds per iteration at ``batch_size``; ``size_mb`` is the
+    gradient (= model) size exchanged by one all-reduce; ``memory_mb`` the GPU memory of one worker.
+    """
+
+    name: str
+    size_mb: float
+    memory_mb: float
+    batch_size: int
+    t_forward: float
+    t_backward: float
+
+    @property
+    def t_compute(self) -> float:
+        return self.t_forward + self.t_backward
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One training job: gang of ``num_gpus`` workers running ``iterations`` iterations."""
+
+    job_id: int
+    arrival: float
+    num_gpus: int
+    iterations: int
+    model: ModelProfile
+
+    @property
+    def memory_mb(self) -> float:
+        return self.model.memory_mb

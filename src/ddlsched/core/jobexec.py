@@ -1,0 +1,151 @@
+"""Job-level execution: each running job progresses fluidly at 1/t_iter iterations per second.
+
+The rate comes from a ``RateModel`` and is recomputed only for the jobs whose *contention
+domain* changed (jobs sharing a GPU or, for cross-server jobs, a server with a job that started
+or stopped). Later performance models (Yu's RAR model, application profiles with sharing
+interference) plug in here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from ..perf.contention import MB, LinearContention
+from .state import JobState
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .simulator import Simulator
+
+
+class RateModel(Protocol):
+    def iteration_time(self, job: JobState, ex: JobExecutor) -> float:
+        """Seconds per iteration of ``job`` in the current running set."""
+        ...
+
+
+class WangJobLevel:
+    """Wang's model at job granularity (an approximation of the DAG model).
+
+    t_iter = (t_f + t_b) × (most jobs resident on any of its GPUs: processor sharing)
+             + [cross-server] a + M·(k·b + (k−1)·η), k = most cross-server jobs on any of its servers.
+    """
+
+    def __init__(self, model: LinearContention | None = None) -> None:
+        self.model = model or LinearContention()
+
+    def iteration_time(self, job: JobState, ex: JobExecutor) -> float:
+        sim = ex.sim
+        share = max(len(sim.residents[g]) for g in job.gpus)
+        t = job.spec.model.t_compute * share
+        if job.cross_server:
+            k = max(ex.cross_jobs[s] for s in job.servers)
+            t += self.model.time(job.spec.model.size_mb * MB, k)
+        return t
+
+
+class _Flow:
+    __slots__ = ("job", "done", "rate", "last", "ver", "t_service", "busy_since")
+
+    def __init__(self, job: JobState, start: float) -> None:
+        self.job = job
+        self.done = float(job.spec.iterations - job.iterations_left)
+        self.rate = 0.0
+        self.last = start
+        self.ver = 0
+        self.busy_since = start
+
+
+class JobExecutor:
+    """Fluid job-level executor (SPEC §4 "job level")."""
+
+    def __init__(self, rate_model: RateModel | None = None) -> None:
+        self.rate_model = rate_model or WangJobLevel()
+
+    def attach(self, sim: Simulator) -> None:
+        self.sim = sim
+        self.flows: dict[int, _Flow] = {}
+        self.cross_jobs = [0] * sim.cluster.num_servers
+        self._affected: set[int] = set()
+        self.busy = 0.0
+
+    def busy_gpu_seconds(self) -> float:
+        return self.busy
+
+    def _touch(self, job: JobState) -> None:
+        """Mark every job sharing a GPU or (if cross-server) a server with ``job`` for re-timing."""
+        sim = self.sim
+        for g in job.gpus:
+            for j in sim.residents[g]:
+                self._affected.add(j.job_id)
+        if job.cross_server:
+            for f in self.flows.values():
+                if f.job.cross_server and set(f.job.servers) & set(job.servers):
+                    self._affected.add(f.job.job_id)
+        self._affected.add(job.job_id)
+
+    def start(self, job: JobState, delay: float) -> None:
+        f = _Flow(job, self.sim.now + delay)
+        self.flows[job.job_id] = f
+        if job.cross_server:
+            for s in job.servers:
+                self.cross_jobs[s] += 1
+        self._touch(job)
+
+    def stop(self, job: JobState) -> None:
+        f = self.flows.pop(job.job_id)
+        self._advance(f)
+        job.iterations_left = max(job.spec.iterations - int(f.done + 1e-9), 0)
+        self.busy += job.num_gpus * max(self.sim.now - f.busy_since, 0.0)
+        if job.cross_server:
+            for s in job.servers:
+                self.cross_jobs[s] -= 1
+        self._touch(job)
+        self._affected.discard(job.job_id)
+
+    def refresh(self, job: JobState) -> None:
+        f = self.flows.get(job.job_id)
+        if f is not None:
+            self._advance(f)
+            left = job.spec.iterations - f.done
+            job.service_left = max(left, 0.0) * job.spec.model.t_compute * job.num_gpus
+
+    def _advance(self, f: _Flow) -> None:
+        now = self.sim.now
+        if now > f.last:
+            f.done = min(f.done + (now - f.last) * f.rate, float(f.job.spec.iterations))
+            f.last = now
+
+    def settle(self) -> None:
+        if not self._affected:
+            return
+        now = self.sim.now
+        for jid in sorted(self._affected):
+            f = self.flows.get(jid)
+            if f is None:
+                continue
+            self._advance(f)
+            if now < f.last:  # still in its restart delay
+                f.rate = 0.0
+                start = f.last
+            else:
+                start = now
+            t_iter = self.rate_model.iteration_time(f.job, self)
+            f.rate = 1.0 / t_iter
+            f.ver += 1
+            left = f.job.spec.iterations - f.done
+            self.sim.at(start + left * t_iter, self._done, f, f.ver)
+        self._affected.clear()
+
+    def _done(self, f: _Flow, ver: int) -> None:
+        if ver != f.ver:
+            return
+        f.done = float(f.job.spec.iterations)
+        del self.flows[f.job.job_id]
+        job = f.job
+        self.busy += job.num_gpus * (self.sim.now - f.busy_since)
+        if job.cross_server:
+            for s in job.servers:
+                self.cross_jobs[s] -= 1
+        self._touch(job)
+        self._affected.discard(job.job_id)
+        self.sim.job_finished(job)

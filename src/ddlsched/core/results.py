@@ -1,0 +1,189 @@
+"""Result records and metrics (SPEC §4 "Metrics"), with atomic writers.
+
+``summary.json`` keys, ``jobs.csv`` and ``segments.csv`` columns are a public contract.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .cluster import Cluster
+from .state import JobState
+
+JOB_COLUMNS = [
+    "job_id",
+    "arrival",
+    "start",
+    "finish",
+    "jct",
+    "queueing",
+    "gpus",
+    "placement",
+    "preemptions",
+]
+SEGMENT_COLUMNS = ["job_id", "start", "end", "placement"]
+SUMMARY_KEYS = [
+    "avg_jct",
+    "median_jct",
+    "p95_jct",
+    "p99_jct",
+    "makespan",
+    "avg_queueing",
+    "gpu_util",
+    "num_jobs",
+]
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    job_id: int
+    arrival: float
+    start: float
+    finish: float
+    gpus: int
+    placement: str
+    preemptions: int
+
+    @property
+    def jct(self) -> float:
+        return self.finish - self.arrival
+
+    @property
+    def queueing(self) -> float:
+        return self.start - self.arrival
+
+
+@dataclass(frozen=True)
+class SegmentRecord:
+    job_id: int
+    start: float
+    end: float
+    placement: str
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """Everything one run produced."""
+
+    jobs: tuple[JobRecord, ...]
+    segments: tuple[SegmentRecord, ...]
+    summary: dict[str, float]
+
+
+def summarize(jobs: Sequence[JobRecord], busy_gpu_seconds: float, num_gpus: int) -> dict:
+    """Average/median/p95/p99 JCT, makespan, queueing and GPU utilisation (busy / (GPUs × span))."""
+    if not jobs:
+        return {k: 0.0 for k in SUMMARY_KEYS} | {"num_jobs": 0}
+    jct = np.array([j.jct for j in jobs])
+    queue = np.array([j.queueing for j in jobs])
+    first = min(j.arrival for j in jobs)
+    makespan = max(j.finish for j in jobs) - first
+    util = busy_gpu_seconds / (num_gpus * makespan) if makespan > 0 else 0.0
+    large = [j.jct for j in jobs if j.gpus > 4]
+    small = [j.jct for j in jobs if j.gpus <= 4]
+    return {
+        "avg_jct": float(jct.mean()),
+        "median_jct": float(np.median(jct)),
+        "p95_jct": float(np.percentile(jct, 95)),
+        "p99_jct": float(np.percentile(jct, 99)),
+        "makespan": float(makespan),
+        "avg_queueing": float(queue.mean()),
+        "gpu_util": float(min(max(util, 0.0), 1.0)),
+        "num_jobs": len(jobs),
+        "avg_jct_large": float(np.mean(large)) if large else 0.0,
+        "avg_jct_small": float(np.mean(small)) if small else 0.0,
+    }
+
+
+def build_result(cluster: Cluster, jobs: Sequence[JobState], busy: float) -> SimResult:
+    recs = []
+    segs = []
+    for j in sorted(jobs, key=lambda j: j.job_id):
+        assert j.start is not None and j.finish is not None
+        recs.append(
+            JobRecord(
+                job_id=j.job_id,
+                arrival=j.arrival,
+                start=j.start,
+                finish=j.finish,
+                gpus=j.num_gpus,
+                placement=cluster.placement_label(j.gpus),
+                preemptions=j.preemptions,
+            )
+        )
+        for s in j.segments:
+            segs.append(SegmentRecord(j.job_id, s.start, s.end, cluster.placement_label(s.gpus)))
+    segs.sort(key=lambda s: (s.start, s.job_id))
+    return SimResult(tuple(recs), tuple(segs), summarize(recs, busy, cluster.num_gpus))
+
+
+# ---------------------------------------------------------------------- writing
+def _fmt(x: float) -> str:
+    """Stable float formatting: repr round-trips and is identical across runs."""
+    if isinstance(x, float) and math.isfinite(x) and x == int(x) and abs(x) < 1e15:
+        return str(int(x))
+    return repr(float(x)) if isinstance(x, float) else str(x)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temp file + rename: never a half-written file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def csv_text(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    for r in rows:
+        w.writerow([_fmt(v) if isinstance(v, float) else v for v in r])
+    return buf.getvalue()
+
+
+def write_result(result: SimResult, out_dir: str | Path, extra: dict | None = None) -> None:
+    """Write ``summary.json``, ``jobs.csv`` and ``segments.csv`` atomically into ``out_dir``."""
+    out = Path(out_dir)
+    jobs_rows = [
+        (
+            j.job_id,
+            float(j.arrival),
+            float(j.start),
+            float(j.finish),
+            float(j.jct),
+            float(j.queueing),
+            j.gpus,
+            j.placement,
+            j.preemptions,
+        )
+        for j in result.jobs
+    ]
+    seg_rows = [(s.job_id, float(s.start), float(s.end), s.placement) for s in result.segments]
+    atomic_write_text(out / "jobs.csv", csv_text(JOB_COLUMNS, jobs_rows))
+    atomic_write_text(out / "segments.csv", csv_text(SEGMENT_COLUMNS, seg_rows))
+    summary = dict(result.summary)
+    if extra:
+        summary.update(extra)
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")

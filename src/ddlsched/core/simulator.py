@@ -1,0 +1,209 @@
+"""The one event-driven engine (SPEC §4).
+
+Continuous time, fluid progress between events. The ``Simulator`` owns the clock, the event heap,
+the queue of waiting jobs and the cluster's GPU bookkeeping (memory, residents). *How* running jobs
+progress is delegated to an ``Executor`` (iteration-level DAG or job-level fluid rates); *which*
+jobs start where is decided by a ``Policy``. Events are processed in time order; after all events
+of one instant, the engine runs the policy (if the queue or the resources changed) and lets the
+executor settle (gates, idle GPUs, rate updates) — the per-slot order of Wang Alg. 3.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from .cluster import Cluster
+from .job import JobSpec
+from .results import SimResult, build_result
+from .state import DONE, QUEUED, RUNNING, JobState, Segment
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..policies.base import Policy
+
+
+class Executor(Protocol):
+    """How running jobs make progress. Implementations: ``TaskExecutor``, ``JobExecutor``."""
+
+    def attach(self, sim: Simulator) -> None: ...
+
+    def start(self, job: JobState, delay: float) -> None: ...
+
+    def stop(self, job: JobState) -> None: ...
+
+    def refresh(self, job: JobState) -> None:
+        """Bring ``job.service_left``/``iterations_left`` up to ``sim.now`` (for policies)."""
+
+    def settle(self) -> None:
+        """End-of-instant work: gates, idle GPUs, rate changes."""
+
+    def busy_gpu_seconds(self) -> float: ...
+
+
+class Simulator:
+    """Runs ``jobs`` on ``cluster`` under ``policy`` with ``executor``; deterministic per seed."""
+
+    def __init__(
+        self,
+        cluster: Cluster,
+        jobs: Sequence[JobSpec],
+        policy: Policy,
+        executor: Executor,
+        *,
+        seed: int = 0,
+        max_jobs_per_gpu: int | None = None,
+        restart_delay: float = 0.0,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.policy = policy
+        self.executor = executor
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.max_jobs_per_gpu = max_jobs_per_gpu
+        self.restart_delay = restart_delay
+        self.progress = progress
+        self.now = 0.0
+        self.jobs = [JobState(spec=s) for s in sorted(jobs, key=lambda s: (s.arrival, s.job_id))]
+        self.queue: list[JobState] = []
+        self.running: dict[int, JobState] = {}
+        self.finished = 0
+        n = cluster.num_gpus
+        self.mem_free = [cluster.gpu_memory(g) for g in range(n)]
+        self.residents: list[list[JobState]] = [[] for _ in range(n)]
+        self._heap: list[tuple[float, int, Callable[..., None], tuple[Any, ...]]] = []
+        self._seq = 0
+        self._dirty = True  # the policy should look at the queue at the end of this instant
+        self.events_processed = 0
+        executor.attach(self)
+        policy.attach(self)
+
+    # ------------------------------------------------------------------ events
+    def at(self, time: float, handler: Callable[..., None], *args: Any) -> None:
+        """Schedule ``handler(*args)`` at ``time`` (ties keep insertion order: deterministic)."""
+        self._seq += 1
+        heapq.heappush(self._heap, (time, self._seq, handler, args))
+
+    def request_schedule(self) -> None:
+        """Ask for a policy pass at the end of the current instant."""
+        self._dirty = True
+
+    # ------------------------------------------------------------------ queries for policies
+    def fits(self, job: JobState, gpu: int) -> bool:
+        """Whether one more worker of ``job`` fits on ``gpu`` (memory and sharing degree)."""
+        if self.max_jobs_per_gpu is not None and len(self.residents[gpu]) >= self.max_jobs_per_gpu:
+            return False
+        return self.mem_free[gpu] >= job.spec.memory_mb
+
+    def gpu_load(self, gpu: int) -> float:
+        """Remaining workload of a GPU (Wang's L_g): the remaining service of its residents."""
+        refresh = self.executor.refresh
+        total = 0.0
+        for j in self.residents[gpu]:
+            refresh(j)
+            total += j.service_left
+        return total
+
+    # ------------------------------------------------------------------ actions for policies
+    def start(self, job: JobState, gpus: Sequence[int]) -> None:
+        """Place ``job`` on ``gpus`` (distinct, each must fit) and start it."""
+        gpus = tuple(gpus)
+        if job.status != QUEUED:
+            raise RuntimeError(f"job {job.job_id} is not queued")
+        if len(gpus) != job.num_gpus or len(set(gpus)) != len(gpus):
+            raise RuntimeError(f"job {job.job_id} needs {job.num_gpus} distinct GPUs, got {gpus}")
+        for g in gpus:
+            if not self.fits(job, g):
+                raise RuntimeError(f"job {job.job_id} does not fit on GPU {g}")
+        mem = job.spec.memory_mb
+        for g in gpus:
+            self.mem_free[g] -= mem
+            self.residents[g].append(job)
+        self.queue.remove(job)
+        job.status = RUNNING
+        job.gpus = gpus
+        job.servers = self.cluster.servers_of(gpus)
+        if job.start is None:
+            job.start = self.now
+            delay = 0.0
+        else:
+            delay = self.restart_delay
+        job.segments.append(Segment(job.job_id, self.now, float("nan"), gpus))
+        self.running[job.job_id] = job
+        self.executor.start(job, delay)
+
+    def preempt(self, job: JobState) -> None:
+        """Stop a running job, keep its progress, put it back in the queue."""
+        self.executor.stop(job)
+        self._release(job)
+        job.status = QUEUED
+        job.preemptions += 1
+        self.queue.append(job)
+        self._dirty = True
+
+    # ------------------------------------------------------------------ executor callbacks
+    def job_finished(self, job: JobState) -> None:
+        job.finish = self.now
+        self._release(job)
+        job.status = DONE
+        job.iterations_left = 0
+        job.service_left = 0.0
+        self.finished += 1
+        self._dirty = True
+        if self.progress is not None:
+            self.progress(self.finished, len(self.jobs))
+
+    def _release(self, job: JobState) -> None:
+        mem = job.spec.memory_mb
+        for g in job.gpus:
+            self.mem_free[g] += mem
+            self.residents[g].remove(job)
+        seg = job.segments[-1]
+        seg.end = self.now
+        del self.running[job.job_id]
+
+    def _arrive(self, job: JobState) -> None:
+        self.queue.append(job)
+        self._dirty = True
+
+    def _round(self, interval: float) -> None:
+        if self.finished < len(self.jobs):
+            self.policy.on_round(self)
+            self._dirty = True
+            self.at(self.now + interval, self._round, interval)
+
+    # ------------------------------------------------------------------ main loop
+    def run(self) -> SimResult:
+        """Process all events; return per-job records and the summary."""
+        for job in self.jobs:
+            job.iterations_left = job.spec.iterations
+            self.at(job.arrival, self._arrive, job)
+        interval = getattr(self.policy, "interval", None)
+        if interval:
+            self.at(self.jobs[0].arrival if self.jobs else 0.0, self._round, float(interval))
+        heap = self._heap
+        pop = heapq.heappop
+        count = 0
+        while heap:
+            now = heap[0][0]
+            self.now = now
+            while heap and heap[0][0] == now:
+                _, _, handler, args = pop(heap)
+                handler(*args)
+                count += 1
+            if self._dirty:
+                self._dirty = False
+                if self.queue:
+                    self.policy.schedule(self)
+            self.executor.settle()
+        self.events_processed = count
+        unfinished = [j.job_id for j in self.jobs if j.status != DONE]
+        if unfinished:
+            raise RuntimeError(
+                f"simulation ended with {len(unfinished)} unfinished jobs "
+                f"(first: {unfinished[:5]}); a job may never fit"
+            )
+        return build_result(self.cluster, self.jobs, self.executor.busy_gpu_seconds())

@@ -1,0 +1,430 @@
+"""Iteration-level execution: Wang et al.'s DAG model (Sec. III, Alg. 3) on the event engine.
+
+Every iteration of a job: each worker runs a forward then a backward task on its GPU
+(non-preemptive; GPUs are time-shared between the jobs placed on them and an idle GPU starts the
+ready task of the resident job with the least remaining service), then a barrier, then one
+all-reduce of the whole gradient if the job spans servers. A communication gate decides when a
+ready all-reduce may start; running all-reduces share each server's link fluidly
+(``LinearContention``: per byte ``k·b + (k−1)·η``, k from the job's busiest server).
+
+Exact shortcuts keep the event count low without changing any outcome:
+* a worker alone on its GPU runs forward+backward as one task;
+* a job alone on all its GPUs runs the compute phase of an iteration as one gang task;
+* a single-server job alone on its GPUs runs all its remaining iterations as one macro task.
+Each shortcut is split back into the exact task sequence the moment another job lands on one of
+its GPUs (the new job can only win a GPU at the next task boundary, which the split preserves).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..perf.contention import MB, LinearContention
+from .state import JobState
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..policies.gates import CommGate
+    from .simulator import Simulator
+
+# worker states
+F_READY, RUNNING, B_READY, WAIT = 0, 1, 2, 3
+# task kinds
+K_F, K_B, K_FB, K_GANG_FB, K_GANG_F, K_GANG_B, K_MACRO = range(7)
+# comm states
+C_NONE, C_WAITING, C_RUNNING = 0, 1, 2
+
+
+class Run:
+    """Executor-side state of one running job (iteration level)."""
+
+    __slots__ = (
+        "job",
+        "jid",
+        "gpus",
+        "servers",
+        "cross",
+        "G",
+        "tf",
+        "tb",
+        "e",
+        "size",
+        "ipt",
+        "tasks_left",
+        "last_scale",
+        "scale",
+        "svc",
+        "wstate",
+        "pending",
+        "gang",
+        "gang_start",
+        "gang_end",
+        "ver",
+        "comm",
+        "lat_left",
+        "bytes_left",
+        "per_byte",
+        "comm_last",
+        "comm_ver",
+    )
+
+    def __init__(self, job: JobState, model: LinearContention, ipt: int) -> None:
+        spec = job.spec
+        self.job = job
+        self.jid = spec.job_id
+        self.gpus = job.gpus
+        self.servers = job.servers
+        self.cross = len(job.servers) > 1
+        self.G = spec.num_gpus
+        self.tf = spec.model.t_forward
+        self.tb = spec.model.t_backward
+        self.size = spec.model.size_mb * MB
+        # uncontended all-reduce time per real iteration (Wang Eq. 8's E_J term)
+        self.e = model.time(self.size) if self.cross else 0.0
+        self.ipt = ipt
+        iters = job.iterations_left
+        self.tasks_left = -(-iters // ipt)
+        self.last_scale = iters - (self.tasks_left - 1) * ipt
+        self.scale = ipt if self.tasks_left > 1 else self.last_scale
+        # Wang's L_J = (C_J + E_J) × |G(J)|, remaining part
+        self.svc = self.G * iters * (self.tf + self.tb + self.e)
+        self.wstate = dict.fromkeys(self.gpus, F_READY)
+        self.pending = self.G
+        self.gang = -1  # kind of the running gang task, -1 if none
+        self.gang_start = 0.0
+        self.gang_end = 0.0
+        self.ver = 0
+        self.comm = C_NONE
+        self.lat_left = 0.0
+        self.bytes_left = 0.0
+        self.per_byte = 0.0
+        self.comm_last = 0.0
+        self.comm_ver = 0
+
+
+class TaskExecutor:
+    """Iteration-level executor (SPEC §4 "iteration level").
+
+    ``iterations_per_task`` = m lets one simulated iteration stand for m real ones (the Wang
+    authors' artifact effectively used m = 1000).
+    """
+
+    def __init__(
+        self,
+        model: LinearContention | None = None,
+        gate: CommGate | None = None,
+        iterations_per_task: int = 1,
+    ) -> None:
+        if iterations_per_task < 1:
+            raise ValueError("iterations_per_task must be ≥ 1")
+        self.model = model or LinearContention()
+        self.gate = gate
+        self.ipt = int(iterations_per_task)
+
+    # ------------------------------------------------------------------ setup
+    def attach(self, sim: Simulator) -> None:
+        self.sim = sim
+        n = sim.cluster.num_gpus
+        self.runs: dict[int, Run] = {}
+        self.gpu_run: list[Run | None] = [None] * n  # who computes on the GPU now
+        self.gpu_task: list[tuple[int, float, float]] = [(-1, 0.0, 0.0)] * n  # kind, start, end
+        self.gpu_ver = [0] * n
+        self.server_comms: list[list[Run]] = [[] for _ in range(sim.cluster.num_servers)]
+        self.server_waiting: list[set[Run]] = [set() for _ in range(sim.cluster.num_servers)]
+        self._dirty_gpus: set[int] = set()
+        self._gate_pending: set[Run] = set()
+        self._affected_servers: set[int] = set()
+        self.busy = 0.0
+        self.comm_starts = 0
+
+    def busy_gpu_seconds(self) -> float:
+        return self.busy
+
+    # ------------------------------------------------------------------ engine interface
+    def start(self, job: JobState, delay: float) -> None:
+        run = Run(job, self.model, self.ipt)
+        job.service_left = run.svc
+        self.runs[run.jid] = run
+        for g in run.gpus:
+            # another job lands on these GPUs: undo shortcuts of the residents there
+            for other in self.sim.residents[g]:
+                if other is not job:
+                    self._split(self.runs[other.job_id], g)
+        if delay > 0:
+            for g in run.gpus:
+                run.wstate[g] = WAIT
+            self.sim.at(self.sim.now + delay, self._activate, run)
+        else:
+            self._dirty_gpus.update(run.gpus)
+
+    def stop(self, job: JobState) -> None:
+        raise NotImplementedError("preemption is not supported at iteration level")
+
+    def refresh(self, job: JobState) -> None:
+        run = self.runs.get(job.job_id)
+        if run is None:
+            return
+        if run.gang == K_MACRO:
+            done = (self.sim.now - run.gang_start) * run.G
+            job.service_left = max(run.svc - done, 0.0)
+        else:
+            job.service_left = run.svc
+
+    def _activate(self, run: Run) -> None:
+        for g in run.gpus:
+            run.wstate[g] = F_READY
+        self._dirty_gpus.update(run.gpus)
+
+    # ------------------------------------------------------------------ end of instant
+    def settle(self) -> None:
+        if self._gate_pending:
+            self._run_gates()
+        if self._affected_servers:
+            self._retime_comms()
+        if self._dirty_gpus:
+            dirty = sorted(self._dirty_gpus)
+            self._dirty_gpus.clear()
+            for g in dirty:
+                if self.gpu_run[g] is None:
+                    self._pick(g)
+
+    # ------------------------------------------------------------------ compute
+    def _pick(self, g: int) -> None:
+        """An idle GPU starts the ready task of the resident job with least remaining service."""
+        best = None
+        for j in self.sim.residents[g]:
+            r = self.runs[j.job_id]
+            st = r.wstate[g]
+            if st == F_READY or st == B_READY:
+                if best is None or (r.svc, r.jid) < (best.svc, best.jid):
+                    best = r
+        if best is None:
+            return
+        r = best
+        now = self.sim.now
+        s = r.scale
+        if r.wstate[g] == B_READY:
+            self._start_task(g, r, K_B, now, now + r.tb * s)
+            return
+        residents = self.sim.residents
+        if all(len(residents[h]) == 1 and r.wstate[h] == F_READY for h in r.gpus):
+            # gang: the job is alone on all its GPUs (its workers are in lockstep)
+            if r.cross:
+                kind, end = K_GANG_FB, now + (r.tf + r.tb) * s
+            else:
+                kind = K_MACRO
+                end = now + (r.tf + r.tb) * r.job.iterations_left
+            r.gang, r.gang_start, r.gang_end = kind, now, end
+            r.ver += 1
+            for h in r.gpus:
+                r.wstate[h] = RUNNING
+                self.gpu_run[h] = r
+            self.sim.at(end, self._gang_done, r, r.ver)
+        elif len(residents[g]) == 1:
+            self._start_task(g, r, K_FB, now, now + (r.tf + r.tb) * s)
+        else:
+            self._start_task(g, r, K_F, now, now + r.tf * s)
+
+    def _start_task(self, g: int, r: Run, kind: int, start: float, end: float) -> None:
+        r.wstate[g] = RUNNING
+        self.gpu_run[g] = r
+        self.gpu_task[g] = (kind, start, end)
+        self.gpu_ver[g] += 1
+        self.sim.at(end, self._task_done, g, r, self.gpu_ver[g])
+
+    def _task_done(self, g: int, r: Run, ver: int) -> None:
+        if ver != self.gpu_ver[g]:
+            return  # re-timed by a split
+        kind, start, end = self.gpu_task[g]
+        self.busy += end - start
+        self.gpu_run[g] = None
+        self._dirty_gpus.add(g)
+        s = r.scale
+        if kind == K_F:
+            r.svc -= r.tf * s
+            r.wstate[g] = B_READY
+            return
+        r.svc -= (r.tb if kind == K_B else r.tf + r.tb) * s
+        r.wstate[g] = WAIT
+        r.pending -= 1
+        if r.pending == 0:
+            self._compute_done(r)
+
+    def _gang_done(self, r: Run, ver: int) -> None:
+        if ver != r.ver:
+            return
+        kind = r.gang
+        r.gang = -1
+        self.busy += r.G * (r.gang_end - r.gang_start)
+        for h in r.gpus:
+            self.gpu_run[h] = None
+        self._dirty_gpus.update(r.gpus)
+        s = r.scale
+        if kind == K_MACRO:
+            self._finish(r)
+            return
+        if kind == K_GANG_F:
+            r.svc -= r.G * r.tf * s
+            for h in r.gpus:
+                r.wstate[h] = B_READY
+            return
+        r.svc -= r.G * (r.tb if kind == K_GANG_B else r.tf + r.tb) * s
+        for h in r.gpus:
+            r.wstate[h] = WAIT
+        r.pending = 0
+        self._compute_done(r)
+
+    def _split(self, r: Run, g: int) -> None:
+        """Turn a shortcut task of ``r`` covering GPU ``g`` back into exact tasks."""
+        now = self.sim.now
+        if r.gang >= 0:
+            tf_s = r.tf * r.scale
+            if r.gang == K_MACRO:
+                period = (r.tf + r.tb) * r.ipt
+                elapsed = now - r.gang_start
+                done = min(int(elapsed // period), r.tasks_left - 1) if period > 0 else 0
+                if done:
+                    iters = done * r.ipt
+                    r.svc -= r.G * (r.tf + r.tb) * iters
+                    r.job.iterations_left -= iters
+                    r.tasks_left -= done
+                    r.scale = r.ipt if r.tasks_left > 1 else r.last_scale
+                    tf_s = r.tf * r.scale
+                task_start = r.gang_start + done * period
+                self.busy += r.G * (task_start - r.gang_start)
+                r.gang_start = task_start
+                if now < task_start + tf_s:
+                    r.gang, r.gang_end = K_GANG_F, task_start + tf_s
+                else:
+                    r.gang, r.gang_end = K_GANG_B, task_start + (r.tf + r.tb) * r.scale
+            elif r.gang == K_GANG_FB and now < r.gang_start + tf_s:
+                r.gang, r.gang_end = K_GANG_F, r.gang_start + tf_s
+            else:
+                return
+            r.ver += 1
+            self.sim.at(r.gang_end, self._gang_done, r, r.ver)
+        elif self.gpu_run[g] is r:
+            kind, start, end = self.gpu_task[g]
+            if kind == K_FB and now < start + r.tf * r.scale:
+                self.gpu_task[g] = (K_F, start, start + r.tf * r.scale)
+                self.gpu_ver[g] += 1
+                self.sim.at(start + r.tf * r.scale, self._task_done, g, r, self.gpu_ver[g])
+
+    def _compute_done(self, r: Run) -> None:
+        """Barrier reached: all-reduce if the job spans servers, else the iteration is done."""
+        if r.cross:
+            r.comm = C_WAITING
+            self._gate_pending.add(r)
+        else:
+            self._iteration_done(r)
+
+    def _iteration_done(self, r: Run) -> None:
+        s = r.scale
+        r.svc -= r.G * r.e * s
+        r.job.iterations_left -= s
+        r.tasks_left -= 1
+        if r.tasks_left == 0:
+            self._finish(r)
+            return
+        r.scale = r.ipt if r.tasks_left > 1 else r.last_scale
+        for h in r.gpus:
+            r.wstate[h] = F_READY
+        r.pending = r.G
+        self._dirty_gpus.update(r.gpus)
+
+    def _finish(self, r: Run) -> None:
+        del self.runs[r.jid]
+        r.job.service_left = 0.0
+        self._dirty_gpus.update(r.gpus)
+        self.sim.job_finished(r.job)
+
+    # ------------------------------------------------------------------ communication
+    def _run_gates(self) -> None:
+        """Alg. 3 lines 15–21: ready all-reduces in SRSF order, each asks the gate."""
+        pending = sorted(self._gate_pending, key=lambda r: (r.svc, r.jid))
+        self._gate_pending.clear()
+        gate = self.gate
+        for r in pending:
+            if r.comm != C_WAITING:
+                continue
+            if gate is None or gate.allow(self, r):
+                for s in r.servers:
+                    self.server_waiting[s].discard(r)
+                self._comm_start(r)
+            else:
+                for s in r.servers:
+                    self.server_waiting[s].add(r)
+
+    def advance(self, r: Run) -> None:
+        """Bring a running all-reduce's remaining latency/bytes up to now."""
+        now = self.sim.now
+        dt = now - r.comm_last
+        if dt > 0:
+            lat = min(dt, r.lat_left)
+            r.lat_left -= lat
+            dt -= lat
+            if dt > 0 and r.per_byte > 0:
+                r.bytes_left = max(r.bytes_left - dt / r.per_byte, 0.0)
+            r.comm_last = now
+
+    def remaining_bytes(self, r: Run) -> float:
+        """Remaining message size of a running all-reduce (AdaDUAL's M_old), exact at now."""
+        self.advance(r)
+        return r.bytes_left
+
+    def message_bytes(self, r: Run) -> float:
+        """Message size of ``r``'s next all-reduce (M_new), scaled by iterations per task."""
+        return r.size * r.scale
+
+    def _comm_start(self, r: Run) -> None:
+        for s in r.servers:
+            for q in self.server_comms[s]:
+                self.advance(q)
+        for s in r.servers:
+            self.server_comms[s].append(r)
+        self._affected_servers.update(r.servers)
+        r.comm = C_RUNNING
+        r.lat_left = self.model.a * r.scale
+        r.bytes_left = r.size * r.scale
+        r.per_byte = 0.0  # set by _retime_comms
+        r.comm_last = self.sim.now
+        self.comm_starts += 1
+
+    def _comm_done(self, r: Run, ver: int) -> None:
+        if ver != r.comm_ver:
+            return
+        for s in r.servers:
+            comms = self.server_comms[s]
+            for q in comms:
+                self.advance(q)
+            comms.remove(r)
+            if self.server_waiting[s]:
+                self._gate_pending.update(self.server_waiting[s])
+        self._affected_servers.update(r.servers)
+        r.comm = C_NONE
+        r.comm_ver += 1
+        self._iteration_done(r)
+
+    def _retime_comms(self) -> None:
+        """Recompute k and the finish time of every all-reduce on a server whose count changed."""
+        seen: set[int] = set()
+        per_byte = self.model.per_byte
+        comms = self.server_comms
+        now = self.sim.now
+        for s in sorted(self._affected_servers):
+            for q in comms[s]:
+                if q.jid in seen:
+                    continue
+                seen.add(q.jid)
+                self.advance(q)
+                k = max(len(comms[x]) for x in q.servers)
+                pb = per_byte(k)
+                if pb != q.per_byte:
+                    q.per_byte = pb
+                    q.comm_ver += 1
+                    end = now + q.lat_left + q.bytes_left * pb
+                    self.sim.at(end, self._comm_done, q, q.comm_ver)
+        self._affected_servers.clear()
+
+    def contention(self, r: Run) -> int:
+        """k for ``r``: the most all-reduces running on any of its servers."""
+        return max(len(self.server_comms[s]) for s in r.servers)

@@ -1,0 +1,35 @@
+"""User-facing errors: one clear line that names the file, line and field."""
+
+from __future__ import annotations
+
+
+class InputError(Exception):
+    """Invalid user input (trace, cluster file, config, CLI value).
+
+    The CLI prints ``str(err)`` on one line and exits with status 2; no traceback.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.message = message
+        self.source = source
+        self.line = line
+        self.field = field
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        where = []
+        if self.source:
+            where.append(str(self.source))
+        if self.line is not None:
+            where.append(f"line {self.line}")
+        if self.field:
+            where.append(f"field '{self.field}'")
+        prefix = ", ".join(where)
+        return f"{prefix}: {self.message}" if prefix else self.message

@@ -1,0 +1,1 @@
+"""Performance models: how long compute and communication take (SPEC §3)."""

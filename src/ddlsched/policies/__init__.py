@@ -1,0 +1,1 @@
+"""Scheduling policies as composable parts (SPEC §5) and the registry of named presets."""

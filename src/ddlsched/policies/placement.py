@@ -1,0 +1,128 @@
+"""GPU placement rules (SPEC §5 "Placement"). Each returns the chosen GPU ids or None.
+
+A GPU is *available* for a job when one more worker fits (memory, sharing degree); every rule
+picks distinct GPUs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..core.simulator import Simulator
+    from ..core.state import JobState
+
+
+class Placement(Protocol):
+    name: str
+
+    def select(self, job: JobState, sim: Simulator) -> tuple[int, ...] | None: ...
+
+
+def _available(job: JobState, sim: Simulator) -> list[int]:
+    fits = sim.fits
+    return [g for g in range(sim.cluster.num_gpus) if fits(job, g)]
+
+
+@dataclass(frozen=True)
+class FirstFit:
+    """FF: the first n available GPUs in cluster order."""
+
+    name: str = "ff"
+
+    def select(self, job: JobState, sim: Simulator) -> tuple[int, ...] | None:
+        n = job.num_gpus
+        chosen: list[int] = []
+        fits = sim.fits
+        for g in range(sim.cluster.num_gpus):
+            if fits(job, g):
+                chosen.append(g)
+                if len(chosen) == n:
+                    return tuple(chosen)
+        return None
+
+
+@dataclass(frozen=True)
+class ListScheduling:
+    """LS: the n available GPUs with the least remaining workload, anywhere (ties: GPU order)."""
+
+    name: str = "ls"
+
+    def select(self, job: JobState, sim: Simulator) -> tuple[int, ...] | None:
+        avail = _available(job, sim)
+        if len(avail) < job.num_gpus:
+            return None
+        load = sim.gpu_load
+        avail.sort(key=lambda g: (load(g), g))
+        return tuple(sorted(avail[: job.num_gpus]))
+
+
+@dataclass(frozen=True)
+class RandomPlacement:
+    """RAND: n available GPUs drawn uniformly at random (from the simulation's seeded RNG)."""
+
+    name: str = "rand"
+
+    def select(self, job: JobState, sim: Simulator) -> tuple[int, ...] | None:
+        avail = _available(job, sim)
+        if len(avail) < job.num_gpus:
+            return None
+        idx = sim.rng.choice(len(avail), size=job.num_gpus, replace=False)
+        return tuple(sorted(avail[i] for i in idx))
+
+
+@dataclass(frozen=True)
+class LeastWorkloadFirst:
+    """LWF-κ (Wang Alg. 1).
+
+    n ≤ κ: as LS, the top-n available GPUs with least workload (lines 2–9). n > κ: servers sorted
+    by total remaining workload L_S; walk them in that order appending each server's available
+    GPUs sorted by L_g, and take the first n (lines 10–21). Ties: lower index first.
+    """
+
+    kappa: int = 1
+
+    @property
+    def name(self) -> str:
+        return f"lwf-{self.kappa}"
+
+    def select(self, job: JobState, sim: Simulator) -> tuple[int, ...] | None:
+        n = job.num_gpus
+        if n <= self.kappa:
+            return ListScheduling().select(job, sim)
+        cluster = sim.cluster
+        load = {g: sim.gpu_load(g) for g in range(cluster.num_gpus)}
+        server_load = [
+            (sum(load[g] for g in cluster.gpus_of_server(s)), s) for s in range(cluster.num_servers)
+        ]
+        server_load.sort()
+        chosen: list[int] = []
+        fits = sim.fits
+        for _, s in server_load:
+            gpus = [g for g in cluster.gpus_of_server(s) if fits(job, g)]
+            gpus.sort(key=lambda g: (load[g], g))
+            chosen.extend(gpus[: n - len(chosen)])
+            if len(chosen) == n:
+                return tuple(sorted(chosen))
+        return None
+
+
+def make_placement(name: str, kappa: int | None = None) -> Placement:
+    """Placement by name: ``ff``, ``ls``, ``rand``, ``lwf`` (κ from ``kappa``, default 1),
+    ``lwf-K``. Raises KeyError for unknown names."""
+    key = name.lower()
+    if key == "ff":
+        return FirstFit()
+    if key == "ls":
+        return ListScheduling()
+    if key == "rand":
+        return RandomPlacement()
+    if key == "lwf":
+        return LeastWorkloadFirst(kappa if kappa is not None else 1)
+    if key.startswith("lwf-") and key[4:].isdigit() and int(key[4:]) >= 1:
+        return LeastWorkloadFirst(int(key[4:]))
+    raise KeyError(name)
+
+
+PLACEMENT_NAMES = ["ff", "ls", "rand", "lwf", "lwf-K"]
