@@ -1,0 +1,365 @@
+"""Cluster presets and cluster files (TOML, YAML or JSON); see ``docs/formats.md``."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import math
+import re
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import InputError
+from .cluster import Cluster, Server
+
+
+def _wang20() -> Cluster:
+    """Wang et al. testbed: 16 servers x 4 V100 (16 GB), 10 Gb/s network."""
+    return Cluster.homogeneous(
+        16, 4, name="wang20", gpu_memory_mb=16384.0, network_bandwidth_gbps=10.0, gpu_type="V100"
+    )
+
+
+def _tiny() -> Cluster:
+    """2 servers x 4 V100 (16 GB), 10 Gb/s network: for quick tries."""
+    return Cluster.homogeneous(
+        2, 4, name="tiny", gpu_memory_mb=16384.0, network_bandwidth_gbps=10.0, gpu_type="V100"
+    )
+
+
+#: Named clusters usable wherever a cluster file is accepted.
+CLUSTER_PRESETS: dict[str, Callable[[], Cluster]] = {"wang20": _wang20, "tiny": _tiny}
+
+SERVER_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Server))
+_TOP_KEYS = ("name", "defaults", "servers")
+_ENTRY_KEYS = SERVER_FIELDS + ("count",)
+_POSITIVE_NUMBERS = ("gpu_memory_mb", "intra_bandwidth_gbps", "network_bandwidth_gbps")
+#: Guard against typos such as ``count = 1000000000`` that would exhaust memory.
+MAX_GPUS = 1_000_000
+
+Path_ = tuple[str | int, ...]
+
+
+def _quote(text: str) -> str:
+    return f"'{text}'" if text.isprintable() else repr(text)
+
+
+def _suggest(name: str, valid: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _field_name(path: Path_) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# line lookup: where in the raw text a key lives
+# --------------------------------------------------------------------------------------------
+
+
+def _yaml_lines(text: str) -> dict[Path_, int]:
+    """Map every key path in a YAML document to its (1-based) line, from the node tree."""
+    lines: dict[Path_, int] = {}
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return lines
+
+    def walk(node: yaml.Node, path: Path_) -> None:
+        lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                key = k.value if isinstance(k, yaml.ScalarNode) else str(k.value)
+                lines[path + (key,)] = k.start_mark.line + 1
+                walk(v, path + (key,))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, v in enumerate(node.value):
+                walk(v, path + (i,))
+
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+_TOML_HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?")
+
+
+def _toml_line(text: str, path: Path_) -> int | None:
+    """Best-effort line of ``path`` in TOML text: the key inside its table, else anywhere."""
+    raw = text.splitlines()
+    key = next((p for p in reversed(path) if isinstance(p, str)), None)
+    fallback = key
+
+    def key_re(k: str) -> re.Pattern[str]:
+        return re.compile(rf"^\s*[\"']?{re.escape(k)}[\"']?\s*=")
+
+    # section of the table the path lives in: (header name, occurrence index)
+    if len(path) >= 2 and path[0] == "servers" and isinstance(path[1], int):
+        section: tuple[str | None, int] = ("servers", path[1])
+        key = path[2] if len(path) > 2 and isinstance(path[2], str) else None
+    elif len(path) >= 2 and path[0] == "defaults":
+        section = ("defaults", 0)
+    elif len(path) == 1 and path[0] in ("defaults", "servers"):
+        section, key = (str(path[0]), 0), None
+    else:
+        section = (None, 0)
+
+    name, occurrence = section
+    seen = -1
+    inside = name is None
+    header_line: int | None = None
+    for i, line in enumerate(raw, start=1):
+        m = _TOML_HEADER.match(line)
+        if m:
+            if name is None or (inside and seen >= occurrence):
+                break  # top-level keys come before the first table; or we left the wanted one
+            if m.group(1) == name:
+                seen += 1
+                if seen == occurrence:
+                    inside, header_line = True, i
+                    if key is None:
+                        return i
+            continue
+        if inside and key is not None and key_re(key).match(line):
+            return i
+    if header_line is not None:
+        return header_line  # key absent from its table: point at the table
+    # fallbacks for inline tables and dotted keys: the key anywhere
+    if fallback is not None:
+        for i, line in enumerate(raw, start=1):
+            if re.search(rf"(^|[\s{{,.])[\"']?{re.escape(fallback)}[\"']?\s*=", line):
+                return i
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# parsing
+# --------------------------------------------------------------------------------------------
+
+
+class _Ctx:
+    def __init__(self, source: str, text: str, fmt: str) -> None:
+        self.source = source
+        self.text = text
+        self.fmt = fmt
+        self._yaml: dict[Path_, int] | None = None
+
+    def line(self, path: Path_) -> int | None:
+        if self.fmt == "yaml":
+            if self._yaml is None:
+                self._yaml = _yaml_lines(self.text)
+            while path:
+                if path in self._yaml:
+                    return self._yaml[path]
+                path = path[:-1]
+            return None
+        if self.fmt == "json":
+            key = next((p for p in reversed(path) if isinstance(p, str)), None)
+            if key is None:
+                return None
+            pos = self.text.find(json.dumps(key))
+            return None if pos < 0 else self.text.count("\n", 0, pos) + 1
+        return _toml_line(self.text, path)
+
+    def error(self, message: str, path: Path_) -> InputError:
+        return InputError(
+            message, source=self.source, line=self.line(path), field=_field_name(path) or None
+        )
+
+
+def _type_name(v: Any) -> str:
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, str):
+        return f"a string ({_quote(v)})"
+    if isinstance(v, dict):
+        return "a table"
+    if isinstance(v, list):
+        return "a list"
+    if v is None:
+        return "nothing (null)"
+    return type(v).__name__
+
+
+def _number(v: Any, path: Path_, ctx: _Ctx) -> float:
+    if isinstance(v, str) and ctx.fmt == "yaml":
+        # PyYAML reads e.g. ``16e3`` (no dot) as a string; accept such numeric strings
+        try:
+            v = float(v)
+        except ValueError:
+            pass
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ctx.error(f"expected a number, got {_type_name(v)}", path)
+    x = float(v)
+    if not math.isfinite(x):
+        raise ctx.error(f"must be a finite number, got {v}", path)
+    return x
+
+
+def _integer(v: Any, path: Path_, ctx: _Ctx) -> int:
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ctx.error(f"expected an integer, got {_type_name(v)}", path)
+    return v
+
+
+def _server_fields(table: Any, path: Path_, ctx: _Ctx, allowed: tuple[str, ...]) -> dict[str, Any]:
+    """Validate one ``[defaults]`` or ``[[servers]]`` table; returns its typed values."""
+    if not isinstance(table, dict):
+        raise ctx.error(f"expected a table, got {_type_name(table)}", path)
+    out: dict[str, Any] = {}
+    for key, v in table.items():
+        p = path + (key,)
+        if key not in allowed:
+            raise ctx.error(
+                f"unknown key {_quote(str(key))}{_suggest(str(key), allowed)}; "
+                f"valid keys: {', '.join(allowed)}",
+                p,
+            )
+        if key in ("num_gpus", "count"):
+            n = _integer(v, p, ctx)
+            if n < 1:
+                raise ctx.error(f"{key} must be >= 1, got {n}", p)
+            out[key] = n
+        elif key in _POSITIVE_NUMBERS:
+            x = _number(v, p, ctx)
+            if x <= 0:
+                raise ctx.error(f"{key} must be > 0, got {v}", p)
+            out[key] = x
+        elif key == "gpu_type":
+            if not isinstance(v, str) or not v.strip():
+                raise ctx.error(f"expected a non-empty string, got {_type_name(v)}", p)
+            out[key] = v.strip()
+        else:  # pragma: no cover - a Server field this reader does not know how to type
+            out[key] = v
+    return out
+
+
+def _build_cluster(data: Any, ctx: _Ctx, default_name: str) -> Cluster:
+    if not isinstance(data, dict):
+        raise ctx.error(f"expected a table with 'servers', got {_type_name(data)}", ())
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise ctx.error(
+                f"unknown key {_quote(str(key))}{_suggest(str(key), _TOP_KEYS)}; "
+                f"valid keys: {', '.join(_TOP_KEYS)}",
+                (key,),
+            )
+    name = data.get("name", default_name)
+    if not isinstance(name, str) or not name.strip():
+        raise ctx.error(f"expected a non-empty string, got {_type_name(name)}", ("name",))
+    defaults = _server_fields(data.get("defaults", {}), ("defaults",), ctx, SERVER_FIELDS)
+
+    if "servers" not in data:
+        raise InputError(
+            "missing 'servers': add at least one [[servers]] entry with num_gpus",
+            source=ctx.source,
+            field="servers",
+        )
+    entries = data["servers"]
+    if not isinstance(entries, list):
+        raise ctx.error(
+            f"expected a list of server tables, got {_type_name(entries)}", ("servers",)
+        )
+    if not entries:
+        raise ctx.error("no servers: add at least one [[servers]] entry", ("servers",))
+
+    servers: list[Server] = []
+    total_gpus = 0
+    for i, entry in enumerate(entries):
+        path: Path_ = ("servers", i)
+        fields = {**defaults, **_server_fields(entry, path, ctx, _ENTRY_KEYS)}
+        count = fields.pop("count", 1)
+        if "num_gpus" not in fields:
+            raise ctx.error("missing 'num_gpus' (here or in [defaults])", path + ("num_gpus",))
+        srv = Server(**fields)
+        total_gpus += count * srv.num_gpus
+        if total_gpus > MAX_GPUS:
+            raise ctx.error(f"cluster has more than {MAX_GPUS} GPUs", path + ("count",))
+        servers.extend([srv] * count)
+    return Cluster(servers=tuple(servers), name=name.strip())
+
+
+def _parse(text: str, source: str, fmt: str) -> Any:
+    if fmt == "toml":
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            msg = str(e)
+            m = re.search(r"\s*\(at line (\d+), column \d+\)", msg)
+            line = int(m.group(1)) if m else None
+            if m:
+                msg = msg[: m.start()] + msg[m.end() :]
+            raise InputError(f"invalid TOML: {msg}", source=source, line=line) from None
+    if fmt == "yaml":
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+            line = mark.line + 1 if mark is not None else None
+            raise InputError(f"invalid YAML: {problem}", source=source, line=line) from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"invalid JSON: {e.msg}", source=source, line=e.lineno) from None
+
+
+_FORMATS = {".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".json": "json"}
+
+
+def read_cluster(path: str | Path) -> Cluster:
+    """Read and validate a cluster file (``.toml``, ``.yaml``/``.yml`` or ``.json``).
+
+    Raises :class:`InputError` naming the file, line and field of the first problem.
+    """
+    path = Path(path)
+    source = str(path)
+    fmt = _FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise InputError(
+            f"unknown cluster file type '{path.suffix}'; expected .toml, .yaml, .yml or .json",
+            source=source,
+        )
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError("file not found", source=source) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a file", source=source) from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not a UTF-8 text file ({e.reason})", source=source) from None
+    except OSError as e:
+        raise InputError(f"cannot read file: {e.strerror}", source=source) from None
+    if not text.strip():
+        raise InputError("file is empty; expected a cluster with [[servers]]", source=source)
+    ctx = _Ctx(source, text, fmt)
+    return _build_cluster(_parse(text, source, fmt), ctx, default_name=path.stem)
+
+
+def load_cluster(spec: str) -> Cluster:
+    """A preset by name (``wang20``, ``tiny``; case-insensitive) or a cluster file path.
+
+    Preset names win over a file of the same name; write ``./wang20`` to force the file.
+    """
+    factory = CLUSTER_PRESETS.get(spec.strip().lower())
+    if factory is not None:
+        return factory()
+    if Path(spec).exists():
+        return read_cluster(spec)
+    presets = ", ".join(CLUSTER_PRESETS)
+    hint = _suggest(spec.strip().lower(), tuple(CLUSTER_PRESETS))
+    raise InputError(
+        f"unknown cluster '{spec}'{hint}: not a preset ({presets}) and no such file",
+        field="cluster",
+    )

@@ -1,0 +1,498 @@
+"""Reading, validating and writing workload files (CSV and JSON); see ``docs/formats.md``.
+
+Every problem with user input is reported as one :class:`~ddlsched.errors.InputError` that names
+the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import bisect
+import csv
+import dataclasses
+import difflib
+import io
+import json
+import math
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..core.cluster import Cluster
+from ..core.job import JobSpec, ModelProfile
+from ..errors import InputError
+from ..perf.models import WANG20_MODELS, builtin_model
+
+#: Columns every job must give.
+REQUIRED_COLUMNS: tuple[str, ...] = ("job_id", "arrival", "num_gpus", "iterations", "model")
+#: Columns that define (unknown model) or override (built-in model) the model profile.
+PROFILE_COLUMNS: tuple[str, ...] = (
+    "size_mb",
+    "memory_mb",
+    "batch_size",
+    "t_forward",
+    "t_backward",
+)
+#: All columns, in the order :func:`write_workload_csv` writes them.
+ALL_COLUMNS: tuple[str, ...] = REQUIRED_COLUMNS + PROFILE_COLUMNS
+
+_INT_FIELDS = frozenset({"job_id", "num_gpus", "iterations", "batch_size"})
+
+
+# --------------------------------------------------------------------------------------------
+# helpers shared by the CSV and JSON readers
+# --------------------------------------------------------------------------------------------
+
+
+def suggest(name: str, valid: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest valid name, or ``""``."""
+    close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+class _Where:
+    """Where a record came from: source path, a line lookup per field, and a message prefix."""
+
+    def __init__(self, source: str, line_of: Callable[[str | None], int | None], prefix: str = ""):
+        self.source = source
+        self.line_of = line_of
+        self.prefix = prefix
+
+    def error(self, message: str, field: str | None = None) -> InputError:
+        return InputError(
+            self.prefix + message, source=self.source, line=self.line_of(field), field=field
+        )
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and value.strip() == "")
+
+
+def _quote(text: str) -> str:
+    """``'text'`` for messages; escapes newlines and other control characters."""
+    return f"'{text}'" if text.isprintable() else repr(text)
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, str):
+        return _quote(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, dict)):
+        return "a list" if isinstance(value, list) else "an object"
+    return repr(value)
+
+
+def _to_float(value: Any, field: str, where: _Where) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise where.error(f"expected a number, got {_describe(value)}", field)
+    try:
+        x = float(value.strip()) if isinstance(value, str) else float(value)
+    except ValueError:
+        raise where.error(f"expected a number, got {_describe(value)}", field) from None
+    if not math.isfinite(x):
+        raise where.error(f"must be a finite number, got {_describe(value)}", field)
+    return x
+
+
+def _to_int(value: Any, field: str, where: _Where) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    try:
+        x = _to_float(value, field, where)
+    except InputError:
+        raise where.error(f"expected an integer, got {_describe(value)}", field) from None
+    if not x.is_integer():
+        raise where.error(f"expected an integer, got {_describe(value)}", field)
+    return int(x)
+
+
+def _build_job(
+    record: dict[str, Any], where: _Where, cache: dict[tuple[Any, ...], ModelProfile]
+) -> JobSpec:
+    """One validated JobSpec from a field -> raw value mapping (str from CSV, JSON scalars).
+
+    ``cache`` shares one ModelProfile between rows with the same model and overrides.
+    """
+    for name in REQUIRED_COLUMNS:
+        if _is_missing(record.get(name)):
+            raise where.error("missing value for required field", name)
+
+    job_id = _to_int(record["job_id"], "job_id", where)
+    if job_id < 0:
+        raise where.error(f"job_id must be >= 0, got {job_id}", "job_id")
+    arrival = _to_float(record["arrival"], "arrival", where)
+    if arrival < 0:
+        raise where.error(f"arrival must be >= 0, got {arrival:g}", "arrival")
+    num_gpus = _to_int(record["num_gpus"], "num_gpus", where)
+    if num_gpus < 1:
+        raise where.error(f"num_gpus must be >= 1, got {num_gpus}", "num_gpus")
+    iterations = _to_int(record["iterations"], "iterations", where)
+    if iterations < 1:
+        raise where.error(f"iterations must be >= 1, got {iterations}", "iterations")
+
+    model_raw = record["model"]
+    if not isinstance(model_raw, str):
+        raise where.error(f"expected a model name, got {_describe(model_raw)}", "model")
+    model_name = model_raw.strip()
+
+    overrides: dict[str, float | int] = {}
+    for name in PROFILE_COLUMNS:
+        raw = record.get(name)
+        if _is_missing(raw):
+            continue
+        if name in _INT_FIELDS:
+            value: float | int = _to_int(raw, name, where)
+            if value < 1:
+                raise where.error(f"{name} must be >= 1, got {value}", name)
+        else:
+            value = _to_float(raw, name, where)
+            if value < 0:
+                raise where.error(f"{name} must be >= 0, got {value:g}", name)
+        overrides[name] = value
+
+    key = (model_name, *sorted(overrides.items()))
+    profile = cache.get(key)
+    if profile is None:
+        profile = _make_profile(model_name, overrides, where)
+        cache[key] = profile
+    return JobSpec(
+        job_id=job_id, arrival=arrival, num_gpus=num_gpus, iterations=iterations, model=profile
+    )
+
+
+def _make_profile(
+    model_name: str, overrides: dict[str, float | int], where: _Where
+) -> ModelProfile:
+    base = builtin_model(model_name)
+    if base is None:
+        missing = [c for c in PROFILE_COLUMNS if c not in overrides]
+        if missing:
+            builtins = ", ".join(sorted(WANG20_MODELS))
+            hint = suggest(model_name.lower(), WANG20_MODELS)
+            raise where.error(
+                f"model {_quote(model_name)} is not built-in{hint}; a custom model needs all of "
+                f"{', '.join(PROFILE_COLUMNS)} (missing: {', '.join(missing)}); "
+                f"built-in models: {builtins}",
+                missing[0],
+            )
+        profile = ModelProfile(name=model_name, **overrides)  # type: ignore[arg-type]
+    elif overrides:
+        profile = dataclasses.replace(base, **overrides)  # type: ignore[arg-type]
+    else:
+        profile = base
+    if profile.t_forward + profile.t_backward <= 0:
+        raise where.error("t_forward + t_backward must be > 0", "t_forward")
+    return profile
+
+
+def _check_duplicates(jobs: Sequence[JobSpec], wheres: Sequence[_Where]) -> None:
+    seen: dict[int, int] = {}
+    for i, job in enumerate(jobs):
+        if job.job_id in seen:
+            first = wheres[seen[job.job_id]].line_of("job_id")
+            also = f" (first used on line {first})" if first is not None else ""
+            raise wheres[i].error(f"duplicate job_id {job.job_id}{also}", "job_id")
+        seen[job.job_id] = i
+
+
+# --------------------------------------------------------------------------------------------
+# CSV
+# --------------------------------------------------------------------------------------------
+
+
+def _read_csv(text: str, source: str) -> list[JobSpec]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header: list[str] | None = None
+    header_line = 1
+    jobs: list[JobSpec] = []
+    wheres: list[_Where] = []
+    cache: dict[tuple[Any, ...], ModelProfile] = {}
+    prev_end = 0
+    try:
+        for row in reader:
+            start, prev_end = prev_end + 1, reader.line_num
+            if not any(cell.strip() for cell in row) or row[0].lstrip().startswith("#"):
+                continue  # blank or comment line
+            if header is None:
+                header, header_line = [c.strip() for c in row], start
+                _check_header(header, source, header_line)
+                continue
+            line = start
+            where = _Where(source, lambda _f, line=line: line)
+            if len(row) != len(header):
+                raise where.error(
+                    f"expected {len(header)} fields (as in the header), got {len(row)}"
+                )
+            jobs.append(_build_job(dict(zip(header, row, strict=True)), where, cache))
+            wheres.append(where)
+    except csv.Error as e:
+        raise InputError(f"malformed CSV: {e}", source=source, line=reader.line_num) from None
+    if header is None:
+        raise InputError("file is empty; expected a CSV header row and jobs", source=source)
+    if not jobs:
+        raise InputError("no jobs: the file has a header but no job rows", source=source)
+    _check_duplicates(jobs, wheres)
+    return jobs
+
+
+def _check_header(header: list[str], source: str, line: int) -> None:
+    seen: set[str] = set()
+    for name in header:
+        if name == "":
+            raise InputError("empty column name in header", source=source, line=line)
+        if name not in ALL_COLUMNS:
+            raise InputError(
+                f"unknown column {_quote(name)}{suggest(name, ALL_COLUMNS)}; "
+                f"valid columns: {', '.join(ALL_COLUMNS)}",
+                source=source,
+                line=line,
+                field=name,
+            )
+        if name in seen:
+            raise InputError(
+                f"duplicate column {_quote(name)}", source=source, line=line, field=name
+            )
+        seen.add(name)
+    for name in REQUIRED_COLUMNS:
+        if name not in seen:
+            raise InputError(
+                f"missing required column '{name}' in header", source=source, line=line, field=name
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# JSON
+# --------------------------------------------------------------------------------------------
+
+
+def _job_object_spans(text: str, nested: bool) -> list[tuple[int, int]]:
+    """(start, end) offsets of the objects that are elements of the jobs array.
+
+    The jobs array is the top-level array (``nested=False``) or the array one level inside the
+    top-level object (``nested=True``, ``{"jobs": [...]}``). A cheap bracket scan, no parsing.
+    """
+    want = ["{", "["] if nested else ["["]
+    stack: list[str] = []
+    spans: list[tuple[int, int]] = []
+    start = -1
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+        elif ch in "[{":
+            if ch == "{" and stack == want:
+                start = i
+            stack.append(ch)
+        elif ch in "]}":
+            if stack:
+                stack.pop()
+            if ch == "}" and stack == want and start >= 0:
+                spans.append((start, i + 1))
+                start = -1
+        i += 1
+    return spans
+
+
+def _read_json(text: str, source: str) -> list[JobSpec]:
+    if not text.strip():
+        raise InputError("file is empty; expected a JSON list of jobs", source=source)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"invalid JSON: {e.msg}", source=source, line=e.lineno) from None
+    nested = isinstance(data, dict)
+    if nested:
+        for key in data:
+            if key != "jobs":
+                raise InputError(
+                    f"unknown top-level key {_quote(key)}{suggest(key, ['jobs'])}; "
+                    'expected a list of jobs or {"jobs": [...]}',
+                    source=source,
+                    line=_line_of_key(text, key, 0, len(text)),
+                    field=key,
+                )
+        if "jobs" not in data:
+            raise InputError("missing top-level key 'jobs'", source=source, field="jobs")
+        items = data["jobs"]
+    else:
+        items = data
+    if not isinstance(items, list):
+        raise InputError(
+            f"expected a list of jobs, got {_describe(items)}",
+            source=source,
+            line=1,
+            field="jobs" if nested else None,
+        )
+    if not items:
+        raise InputError("no jobs: the list of jobs is empty", source=source)
+
+    spans = _job_object_spans(text, nested)
+    newlines = [m.start() for m in re.finditer("\n", text)]
+
+    def line_at(offset: int) -> int:
+        return bisect.bisect_left(newlines, offset) + 1
+
+    if len(spans) != len(items) or not all(isinstance(it, dict) for it in items):
+        spans = []  # could not match objects to text; report "job N" without a line
+
+    jobs: list[JobSpec] = []
+    wheres: list[_Where] = []
+    cache: dict[tuple[Any, ...], ModelProfile] = {}
+    for k, item in enumerate(items):
+        if spans:
+            s, e = spans[k]
+
+            def line_of(field: str | None, s: int = s, e: int = e) -> int:
+                pos = _line_of_key(text, field, s, e) if field else None
+                return pos if pos is not None else line_at(s)
+
+            where = _Where(source, line_of, f"job {k + 1}: ")
+        else:
+            where = _Where(source, lambda _f: None, f"job {k + 1}: ")
+        if not isinstance(item, dict):
+            raise where.error(f"expected an object, got {_describe(item)}")
+        for key in item:
+            if key not in ALL_COLUMNS:
+                raise where.error(
+                    f"unknown field {_quote(key)}{suggest(key, ALL_COLUMNS)}; "
+                    f"valid fields: {', '.join(ALL_COLUMNS)}",
+                    key,
+                )
+        jobs.append(_build_job(item, where, cache))
+        wheres.append(where)
+    _check_duplicates(jobs, wheres)
+    return jobs
+
+
+def _line_of_key(text: str, key: str, start: int, end: int) -> int | None:
+    """Line of the first ``"key"`` between offsets ``start`` and ``end``, or None."""
+    pos = text.find(json.dumps(key), start, end)
+    return None if pos < 0 else text.count("\n", 0, pos) + 1
+
+
+# --------------------------------------------------------------------------------------------
+# public API
+# --------------------------------------------------------------------------------------------
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError("file not found", source=str(path)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a file", source=str(path)) from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not a UTF-8 text file ({e.reason})", source=str(path)) from None
+    except OSError as e:
+        raise InputError(f"cannot read file: {e.strerror}", source=str(path)) from None
+
+
+def read_workload(path: str | Path) -> list[JobSpec]:
+    """Read and validate a workload (CSV or JSON); jobs sorted by ``(arrival, job_id)``.
+
+    The format comes from the extension (``.csv``, ``.json``); other extensions are sniffed from
+    the content (a leading ``[`` or ``{`` means JSON). Raises :class:`InputError` on bad input.
+    """
+    path = Path(path)
+    source = str(path)
+    text = _read_text(path)
+    suffix = path.suffix.lower()
+    if suffix == ".json" or (suffix != ".csv" and text.lstrip()[:1] in ("[", "{")):
+        jobs = _read_json(text, source)
+    else:
+        jobs = _read_csv(text, source)
+    return sorted(jobs, key=lambda j: (j.arrival, j.job_id))
+
+
+def _fmt(x: float | int) -> str:
+    """Shortest text that reads back to exactly ``x``."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        return str(x)
+    x = float(x)
+    if x.is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    return repr(x)
+
+
+def write_workload_csv(jobs: Iterable[JobSpec], path: str | Path) -> None:
+    """Write jobs as a workload CSV with every column (round-trips through :func:`read_workload`).
+
+    The file is replaced atomically: written to a temporary file in the same directory first.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(ALL_COLUMNS)
+            for j in jobs:
+                m = j.model
+                w.writerow(
+                    [
+                        j.job_id,
+                        _fmt(j.arrival),
+                        j.num_gpus,
+                        j.iterations,
+                        m.name,
+                        _fmt(m.size_mb),
+                        _fmt(m.memory_mb),
+                        m.batch_size,
+                        _fmt(m.t_forward),
+                        _fmt(m.t_backward),
+                    ]
+                )
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def validate_fits(jobs: Iterable[JobSpec], cluster: Cluster, source: str) -> None:
+    """Raise :class:`InputError` for the first job that can never run on ``cluster``.
+
+    A job never runs if it wants more GPUs than the cluster has, or if fewer than ``num_gpus``
+    GPUs have at least the model's ``memory_mb`` (each worker needs its own GPU).
+    """
+    mems = sorted(cluster.gpu_memory(g) for g in range(cluster.num_gpus))
+    total = len(mems)
+    for job in jobs:
+        if job.num_gpus > total:
+            raise InputError(
+                f"job {job.job_id} needs {job.num_gpus} GPUs but cluster '{cluster.name}' "
+                f"has only {total}",
+                source=source,
+                field="num_gpus",
+            )
+        fitting = total - bisect.bisect_left(mems, job.memory_mb)
+        if fitting == 0:
+            raise InputError(
+                f"job {job.job_id} (model '{job.model.name}') needs {job.memory_mb:g} MB per GPU "
+                f"but the largest GPU in cluster '{cluster.name}' has {mems[-1]:g} MB",
+                source=source,
+                field="memory_mb",
+            )
+        if fitting < job.num_gpus:
+            raise InputError(
+                f"job {job.job_id} needs {job.num_gpus} GPUs with >= {job.memory_mb:g} MB but "
+                f"cluster '{cluster.name}' has only {fitting}",
+                source=source,
+                field="memory_mb",
+            )
