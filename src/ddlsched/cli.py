@@ -1,0 +1,171 @@
+"""``ddlsched`` command line: a thin layer over the library (every command is a library call)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import __version__
+from .errors import InputError
+
+
+def _parse_sets(items: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"expected KEY=VALUE, got {item!r}", source="--set")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .api import Settings, simulate
+    from .core.cluster_io import load_cluster
+    from .core.results import atomic_write_text, write_result
+    from .progress import ProgressBar
+    from .workloads.io import validate_fits
+    from .workloads.presets import load_workload
+
+    settings = Settings.from_mapping(_parse_sets(args.set or []))
+    cluster = load_cluster(args.cluster)
+    jobs = load_workload(args.workload, seed=args.seed)
+    validate_fits(jobs, cluster, args.workload)
+    bar = ProgressBar(f"{args.policy}", enabled=None if not args.quiet else False)
+    res = simulate(
+        cluster,
+        jobs,
+        args.policy,
+        placement=args.placement,
+        seed=args.seed,
+        settings=settings,
+        progress=bar,
+    )
+    out = Path(args.out)
+    write_result(res, out)
+    config = {
+        "version": __version__,
+        "cluster": args.cluster,
+        "workload": args.workload,
+        "policy": args.policy,
+        "placement": args.placement,
+        "seed": args.seed,
+        "settings": {k: getattr(settings, k) for k in settings.__dataclass_fields__},
+    }
+    atomic_write_text(out / "config.json", json.dumps(config, indent=2, sort_keys=True) + "\n")
+    s = res.summary
+    print(
+        f"{len(res.jobs)} jobs  avg JCT {s['avg_jct']:.1f} s  median {s['median_jct']:.1f} s  "
+        f"p95 {s['p95_jct']:.1f} s  makespan {s['makespan']:.1f} s  GPU util {100 * s['gpu_util']:.1f} %"
+    )
+    print(f"wrote {out}/summary.json, jobs.csv, segments.csv")
+    return 0
+
+
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from .experiments import EXPERIMENTS
+    from .experiments.runner import format_markdown, run_experiment
+    from .progress import ProgressBar
+
+    exp = EXPERIMENTS.get(args.experiment)
+    if exp is None:
+        raise InputError(
+            f"unknown experiment; available: {', '.join(EXPERIMENTS)}", field="EXPERIMENT"
+        )
+    variants = args.variant.split(",") if args.variant else None
+    for v in variants or []:
+        if v not in exp.variants:
+            raise InputError(
+                f"unknown variant {v!r}; available: {', '.join(exp.variants)}", field="--variant"
+            )
+    if args.seeds is not None and args.seeds < 1:
+        raise InputError("must be ≥ 1", field="--seeds")
+    bar = ProgressBar(exp.name)
+    table = run_experiment(
+        exp, args.seeds, args.out, workers=args.workers, variants=variants, progress=bar
+    )
+    print(format_markdown(exp, table))
+    print(f"wrote {args.out}/table.csv, table.md")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from .core.cluster_io import CLUSTER_PRESETS
+    from .experiments import EXPERIMENTS
+    from .policies.gates import GATES
+    from .policies.ordering import ORDERINGS
+    from .policies.placement import PLACEMENT_NAMES
+    from .policies.registry import PRESETS
+    from .workloads.generators import WORKLOAD_PRESETS
+
+    print("policies:")
+    for p in PRESETS.values():
+        print(f"  {p.name:10s} {p.description}")
+    print("placements: " + ", ".join(PLACEMENT_NAMES))
+    print("orderings:  " + ", ".join(ORDERINGS))
+    print("gates:      " + ", ".join(GATES))
+    print("clusters:   " + ", ".join(CLUSTER_PRESETS))
+    print("workloads:  " + ", ".join(WORKLOAD_PRESETS))
+    print("experiments:")
+    for e in EXPERIMENTS.values():
+        print(f"  {e.name:15s} {e.description}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ddlsched",
+        description="Simulate and reproduce schedulers for distributed deep-learning jobs.",
+    )
+    p.add_argument("--version", action="version", version=f"ddlsched {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser("run", help="simulate one workload on one cluster under one policy")
+    r.add_argument("--cluster", required=True, help="cluster preset (see `list`) or TOML/YAML file")
+    r.add_argument("--workload", required=True, help="workload preset or CSV/JSON file")
+    r.add_argument("--policy", required=True, help="policy preset, e.g. ada-srsf, srsf1")
+    r.add_argument("--placement", help="override the preset's placement: ff, ls, rand, lwf, lwf-K")
+    r.add_argument("--seed", type=int, default=0, help="seed for generators and RAND (default 0)")
+    r.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="engine/model setting, e.g. iterations_per_task=1000, kappa=2, granularity=job",
+    )
+    r.add_argument("--out", required=True, help="output directory")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.set_defaults(func=cmd_run)
+
+    rp = sub.add_parser(
+        "reproduce", help="rerun a paper experiment; our numbers beside the paper's"
+    )
+    rp.add_argument("experiment", metavar="EXPERIMENT", help="e.g. wang20-table4 (see `list`)")
+    rp.add_argument("--seeds", type=int, help="number of seeds (default: the experiment's)")
+    rp.add_argument("--variant", help="comma-separated subset of variants, e.g. coarse")
+    rp.add_argument("--workers", type=int, help="parallel processes (default: all cores)")
+    rp.add_argument("--out", required=True, help="output directory")
+    rp.set_defaults(func=cmd_reproduce)
+
+    ls = sub.add_parser("list", help="show policies, placements, gates, presets, experiments")
+    ls.set_defaults(func=cmd_list)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except InputError as e:
+        print(f"ddlsched: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ddlsched: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,8 @@
+"""Paper experiments (``ddlsched reproduce``)."""
+
+from .runner import Experiment, Row, run_experiment
+from .wang20 import WANG20_EXPERIMENTS
+
+EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in WANG20_EXPERIMENTS}
+
+__all__ = ["EXPERIMENTS", "Experiment", "Row", "run_experiment"]

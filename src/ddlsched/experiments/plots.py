@@ -1,0 +1,74 @@
+"""Figures for reproductions (matplotlib, headless)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def bar_chart(exp, table: list[dict], out: Path, metric: str = "avg_jct") -> Path:
+    """Bars of ``metric`` per row (one group per variant) with 95 % CIs; paper values as marks."""
+    variants = list(dict.fromkeys(t["variant"] for t in table))
+    rows = [r.name for r in exp.rows]
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(rows), 3.6))
+    width = 0.8 / max(len(variants), 1)
+    for i, v in enumerate(variants):
+        sel = {t["row"]: t for t in table if t["variant"] == v and t["metric"] == metric}
+        xs = [k + (i - (len(variants) - 1) / 2) * width for k in range(len(rows))]
+        means = [sel[r]["ours_mean"] for r in rows]
+        err = [
+            [sel[r]["ours_mean"] - sel[r]["ours_ci_low"] for r in rows],
+            [sel[r]["ours_ci_high"] - sel[r]["ours_mean"] for r in rows],
+        ]
+        ax.bar(xs, means, width, yerr=err, capsize=3, label=f"ours ({v})")
+    paper = [
+        next((t["paper"] for t in table if t["row"] == r and t["metric"] == metric), math.nan)
+        for r in rows
+    ]
+    if any(not math.isnan(p) for p in paper):
+        ax.scatter(
+            range(len(rows)), paper, marker="_", s=600, color="black", zorder=3, label="paper"
+        )
+    ax.set_xticks(range(len(rows)), rows)
+    ax.set_ylabel(metric.replace("_", " ") + (" (s)" if "jct" in metric else ""))
+    ax.set_title(exp.name)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = out / f"{exp.name}.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def line_chart(
+    exp, table: list[dict], out: Path, metric: str = "avg_jct", xlabel: str = ""
+) -> Path:
+    """``metric`` against the rows (e.g. κ), one line per variant, with CI bands."""
+    variants = list(dict.fromkeys(t["variant"] for t in table))
+    rows = [r.name for r in exp.rows]
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    xs = range(len(rows))
+    for v in variants:
+        sel = {t["row"]: t for t in table if t["variant"] == v and t["metric"] == metric}
+        ax.plot(xs, [sel[r]["ours_mean"] for r in rows], marker="o", label=f"ours ({v})")
+        ax.fill_between(
+            xs,
+            [sel[r]["ours_ci_low"] for r in rows],
+            [sel[r]["ours_ci_high"] for r in rows],
+            alpha=0.2,
+        )
+    ax.set_xticks(list(xs), rows)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(metric.replace("_", " ") + (" (s)" if "jct" in metric else ""))
+    ax.set_title(exp.name)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = out / f"{exp.name}.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -1,0 +1,236 @@
+"""Paper experiments as data, run by one runner (SPEC §8 ``experiments/``).
+
+An ``Experiment`` names a cluster, a workload generator, rows (policy + placement + settings, with
+the paper's numbers) and variants (e.g. exact vs coarse granularity). ``run_experiment`` runs
+rows × variants × seeds (in parallel processes), aggregates means with 95 % t-intervals, and
+writes ``table.csv``, ``table.md`` and, where the paper has a figure, a PNG.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from ..core.cluster_io import load_cluster
+from ..core.results import atomic_write_text, csv_text
+from ..workloads.presets import load_workload
+
+TABLE_COLUMNS = [
+    "experiment",
+    "variant",
+    "row",
+    "metric",
+    "paper",
+    "ours_mean",
+    "ours_ci_low",
+    "ours_ci_high",
+    "seeds",
+]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of a paper's table: a policy configuration and the paper's numbers."""
+
+    name: str
+    policy: str
+    placement: str | None = None
+    settings: Mapping[str, object] = field(default_factory=dict)
+    paper: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    description: str
+    cluster: str
+    workload: str
+    rows: Sequence[Row]
+    metrics: Sequence[str]
+    variants: Mapping[str, Mapping[str, object]] = field(default_factory=lambda: {"default": {}})
+    plot: Callable[[Experiment, list[dict], Path], Path | None] | None = None
+    default_seeds: int = 5
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One simulation of an experiment: picklable, so it can run in another process."""
+
+    cluster: str
+    workload: str
+    policy: str
+    placement: str | None
+    seed: int
+    settings: tuple[tuple[str, object], ...]
+
+
+def run_task(task: Task) -> dict[str, float]:
+    """Run one simulation and return its summary (the unit of work of every runner)."""
+    from ..api import simulate
+
+    cluster = load_cluster(task.cluster)
+    jobs = load_workload(task.workload, seed=task.seed)
+    res = simulate(
+        cluster,
+        jobs,
+        task.policy,
+        placement=task.placement,
+        seed=task.seed,
+        settings=dict(task.settings),
+    )
+    return res.summary
+
+
+def mean_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """Mean and two-sided Student-t confidence interval (a single value has a zero-width one)."""
+    arr = np.asarray(values, dtype=float)
+    m = float(arr.mean())
+    if len(arr) < 2:
+        return m, m, m
+    half = float(stats.t.ppf(0.5 + level / 2, len(arr) - 1) * arr.std(ddof=1) / math.sqrt(len(arr)))
+    return m, m - half, m + half
+
+
+def run_experiment(
+    exp: Experiment,
+    seeds: int | None = None,
+    out: str | Path | None = None,
+    *,
+    workers: int | None = None,
+    variants: Sequence[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[dict]:
+    """Run every row × variant × seed; return the aggregated table rows (and write files)."""
+    n_seeds = seeds or exp.default_seeds
+    chosen = list(variants) if variants else list(exp.variants)
+    tasks: list[tuple[str, Row, Task]] = []
+    for v in chosen:
+        for row in exp.rows:
+            settings = {**exp.variants[v], **row.settings}
+            for seed in range(n_seeds):
+                tasks.append(
+                    (
+                        v,
+                        row,
+                        Task(
+                            exp.cluster,
+                            exp.workload,
+                            row.policy,
+                            row.placement,
+                            seed,
+                            tuple(sorted(settings.items())),
+                        ),
+                    )
+                )
+    results = _map(run_task, [t for _, _, t in tasks], workers, progress)
+    table: list[dict] = []
+    for v in chosen:
+        for row in exp.rows:
+            sums = [
+                r
+                for (tv, trow, _), r in zip(tasks, results, strict=True)
+                if tv == v and trow is row
+            ]
+            for metric in exp.metrics:
+                m, lo, hi = mean_ci([s[metric] for s in sums])
+                table.append(
+                    {
+                        "experiment": exp.name,
+                        "variant": v,
+                        "row": row.name,
+                        "metric": metric,
+                        "paper": row.paper.get(metric, float("nan")),
+                        "ours_mean": m,
+                        "ours_ci_low": lo,
+                        "ours_ci_high": hi,
+                        "seeds": len(sums),
+                    }
+                )
+    if out is not None:
+        write_table(exp, table, Path(out))
+    return table
+
+
+def _map(fn, items, workers, progress):
+    n = workers if workers is not None else (os.cpu_count() or 1)
+    done = 0
+    results = []
+    if n <= 1 or len(items) <= 1:
+        for it in items:
+            results.append(fn(it))
+            done += 1
+            if progress:
+                progress(done, len(items))
+        return results
+    with ProcessPoolExecutor(max_workers=n) as pool:
+        for r in pool.map(fn, items):
+            results.append(r)
+            done += 1
+            if progress:
+                progress(done, len(items))
+    return results
+
+
+def _num(x: float) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return ""
+    return f"{x:.6g}"
+
+
+def format_markdown(exp: Experiment, table: list[dict]) -> str:
+    """One markdown table per variant: rows × metrics, ``ours [95 % CI] (paper)``."""
+    lines = [f"# {exp.name}", "", exp.description, ""]
+    if exp.notes:
+        lines += [exp.notes, ""]
+    for v in dict.fromkeys(t["variant"] for t in table):
+        lines.append(f"## variant: {v}")
+        lines.append("")
+        lines.append("| row | " + " | ".join(exp.metrics) + " |")
+        lines.append("|---|" + "---|" * len(exp.metrics))
+        for row in exp.rows:
+            cells = []
+            for metric in exp.metrics:
+                t = next(
+                    (
+                        x
+                        for x in table
+                        if x["variant"] == v and x["row"] == row.name and x["metric"] == metric
+                    ),
+                    None,
+                )
+                if t is None:
+                    cells.append("")
+                    continue
+                scale, unit = (100.0, "%") if metric == "gpu_util" else (1.0, "")
+                cell = (
+                    f"{t['ours_mean'] * scale:.1f}{unit} "
+                    f"[{t['ours_ci_low'] * scale:.1f}, {t['ours_ci_high'] * scale:.1f}]"
+                )
+                if not math.isnan(t["paper"]):
+                    cell += f" (paper {t['paper'] * scale:.1f}{unit})"
+                cells.append(cell)
+            lines.append(f"| {row.name} | " + " | ".join(cells) + " |")
+        seeds = table[0]["seeds"] if table else 0
+        lines += ["", f"Mean over {seeds} seeds, 95 % t-interval in brackets.", ""]
+    return "\n".join(lines)
+
+
+def write_table(exp: Experiment, table: list[dict], out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [[_num(t[c]) if isinstance(t[c], float) else t[c] for c in TABLE_COLUMNS] for t in table]
+    atomic_write_text(out / "table.csv", csv_text(TABLE_COLUMNS, rows))
+    atomic_write_text(out / "table.md", format_markdown(exp, table))
+    written = [out / "table.csv", out / "table.md"]
+    if exp.plot is not None:
+        p = exp.plot(exp, table, out)
+        if p is not None:
+            written.append(p)
+    return written
