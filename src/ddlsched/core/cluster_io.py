@@ -32,8 +32,24 @@ def _tiny() -> Cluster:
     )
 
 
+def _wang20_32gb() -> Cluster:
+    """The Wang et al. authors' artifact: as ``wang20`` but 32 GB per GPU (hard-coded there)."""
+    return Cluster.homogeneous(
+        16,
+        4,
+        name="wang20-32gb",
+        gpu_memory_mb=32768.0,
+        network_bandwidth_gbps=10.0,
+        gpu_type="V100",
+    )
+
+
 #: Named clusters usable wherever a cluster file is accepted.
-CLUSTER_PRESETS: dict[str, Callable[[], Cluster]] = {"wang20": _wang20, "tiny": _tiny}
+CLUSTER_PRESETS: dict[str, Callable[[], Cluster]] = {
+    "wang20": _wang20,
+    "wang20-32gb": _wang20_32gb,
+    "tiny": _tiny,
+}
 
 SERVER_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Server))
 _TOP_KEYS = ("name", "defaults", "servers")

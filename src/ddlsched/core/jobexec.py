@@ -44,7 +44,7 @@ class WangJobLevel:
 
 
 class _Flow:
-    __slots__ = ("job", "done", "rate", "last", "ver", "t_service", "busy_since")
+    __slots__ = ("job", "done", "rate", "last", "ver", "t_service", "busy_since", "gpu_share")
 
     def __init__(self, job: JobState, start: float) -> None:
         self.job = job
@@ -53,6 +53,9 @@ class _Flow:
         self.last = start
         self.ver = 0
         self.busy_since = start
+        #: this job's share of its GPUs' busy time per second: sum over its GPUs of
+        #: 1 / (jobs resident there), set at every re-timing (shared GPUs are not counted twice)
+        self.gpu_share = 0.0
 
 
 class JobExecutor:
@@ -95,7 +98,6 @@ class JobExecutor:
         f = self.flows.pop(job.job_id)
         self._advance(f)
         job.iterations_left = max(job.spec.iterations - int(f.done + 1e-9), 0)
-        self.busy += job.num_gpus * max(self.sim.now - f.busy_since, 0.0)
         if job.cross_server:
             for s in job.servers:
                 self.cross_jobs[s] -= 1
@@ -113,6 +115,7 @@ class JobExecutor:
         now = self.sim.now
         if now > f.last:
             f.done = min(f.done + (now - f.last) * f.rate, float(f.job.spec.iterations))
+            self.busy += (now - f.last) * f.gpu_share
             f.last = now
 
     def settle(self) -> None:
@@ -130,6 +133,8 @@ class JobExecutor:
             else:
                 start = now
             t_iter = self.rate_model.iteration_time(f.job, self)
+            residents = self.sim.residents
+            f.gpu_share = sum(1.0 / len(residents[g]) for g in f.job.gpus)
             f.rate = 1.0 / t_iter
             f.ver += 1
             left = f.job.spec.iterations - f.done
@@ -139,10 +144,10 @@ class JobExecutor:
     def _done(self, f: _Flow, ver: int) -> None:
         if ver != f.ver:
             return
+        self._advance(f)  # accounts its busy time up to now
         f.done = float(f.job.spec.iterations)
         del self.flows[f.job.job_id]
         job = f.job
-        self.busy += job.num_gpus * (self.sim.now - f.busy_since)
         if job.cross_server:
             for s in job.servers:
                 self.cross_jobs[s] -= 1

@@ -186,10 +186,13 @@ class Simulator:
             self.at(self.jobs[0].arrival if self.jobs else 0.0, self._round, float(interval))
         heap = self._heap
         pop = heapq.heappop
+        settle = self.executor.settle
         count = 0
         while heap:
-            now = heap[0][0]
+            now, _, handler, args = pop(heap)
             self.now = now
+            handler(*args)
+            count += 1
             while heap and heap[0][0] == now:
                 _, _, handler, args = pop(heap)
                 handler(*args)
@@ -198,7 +201,7 @@ class Simulator:
                 self._dirty = False
                 if self.queue:
                     self.policy.schedule(self)
-            self.executor.settle()
+            settle()
         self.events_processed = count
         unfinished = [j.job_id for j in self.jobs if j.status != DONE]
         if unfinished:

@@ -17,6 +17,7 @@ its GPUs (the new job can only win a GPU at the next task boundary, which the sp
 
 from __future__ import annotations
 
+from heapq import heappush
 from typing import TYPE_CHECKING
 
 from ..perf.contention import MB, LinearContention
@@ -126,6 +127,7 @@ class TaskExecutor:
         n = sim.cluster.num_gpus
         self.runs: dict[int, Run] = {}
         self.gpu_run: list[Run | None] = [None] * n  # who computes on the GPU now
+        self.gpu_runs: list[list[Run]] = [[] for _ in range(n)]  # runs resident on the GPU
         self.gpu_task: list[tuple[int, float, float]] = [(-1, 0.0, 0.0)] * n  # kind, start, end
         self.gpu_ver = [0] * n
         self.server_comms: list[list[Run]] = [[] for _ in range(sim.cluster.num_servers)]
@@ -146,9 +148,9 @@ class TaskExecutor:
         self.runs[run.jid] = run
         for g in run.gpus:
             # another job lands on these GPUs: undo shortcuts of the residents there
-            for other in self.sim.residents[g]:
-                if other is not job:
-                    self._split(self.runs[other.job_id], g)
+            for other in self.gpu_runs[g]:
+                self._split(other, g)
+            self.gpu_runs[g].append(run)
         if delay > 0:
             for g in run.gpus:
                 run.wstate[g] = WAIT
@@ -180,23 +182,32 @@ class TaskExecutor:
             self._run_gates()
         if self._affected_servers:
             self._retime_comms()
-        if self._dirty_gpus:
-            dirty = sorted(self._dirty_gpus)
-            self._dirty_gpus.clear()
+        dirty_set = self._dirty_gpus
+        if dirty_set:
+            gpu_run = self.gpu_run
+            if len(dirty_set) == 1:
+                g = dirty_set.pop()
+                if gpu_run[g] is None:
+                    self._pick(g)
+                return
+            dirty = sorted(dirty_set)
+            dirty_set.clear()
             for g in dirty:
-                if self.gpu_run[g] is None:
+                if gpu_run[g] is None:
                     self._pick(g)
 
     # ------------------------------------------------------------------ compute
     def _pick(self, g: int) -> None:
         """An idle GPU starts the ready task of the resident job with least remaining service."""
         best = None
-        for j in self.sim.residents[g]:
-            r = self.runs[j.job_id]
+        bsvc = 0.0
+        runs = self.gpu_runs[g]
+        for r in runs:
             st = r.wstate[g]
             if st == F_READY or st == B_READY:
-                if best is None or (r.svc, r.jid) < (best.svc, best.jid):
+                if best is None or r.svc < bsvc or (r.svc == bsvc and r.jid < best.jid):
                     best = r
+                    bsvc = r.svc
         if best is None:
             return
         r = best
@@ -205,8 +216,8 @@ class TaskExecutor:
         if r.wstate[g] == B_READY:
             self._start_task(g, r, K_B, now, now + r.tb * s)
             return
-        residents = self.sim.residents
-        if all(len(residents[h]) == 1 and r.wstate[h] == F_READY for h in r.gpus):
+        gpu_runs = self.gpu_runs
+        if len(runs) == 1 and all(len(gpu_runs[h]) == 1 and r.wstate[h] == F_READY for h in r.gpus):
             # gang: the job is alone on all its GPUs (its workers are in lockstep)
             if r.cross:
                 kind, end = K_GANG_FB, now + (r.tf + r.tb) * s
@@ -219,7 +230,7 @@ class TaskExecutor:
                 r.wstate[h] = RUNNING
                 self.gpu_run[h] = r
             self.sim.at(end, self._gang_done, r, r.ver)
-        elif len(residents[g]) == 1:
+        elif len(runs) == 1:
             self._start_task(g, r, K_FB, now, now + (r.tf + r.tb) * s)
         else:
             self._start_task(g, r, K_F, now, now + r.tf * s)
@@ -228,8 +239,11 @@ class TaskExecutor:
         r.wstate[g] = RUNNING
         self.gpu_run[g] = r
         self.gpu_task[g] = (kind, start, end)
-        self.gpu_ver[g] += 1
-        self.sim.at(end, self._task_done, g, r, self.gpu_ver[g])
+        ver = self.gpu_ver[g] + 1
+        self.gpu_ver[g] = ver
+        sim = self.sim
+        sim._seq += 1
+        heappush(sim._heap, (end, sim._seq, self._task_done, (g, r, ver)))
 
     def _task_done(self, g: int, r: Run, ver: int) -> None:
         if ver != self.gpu_ver[g]:
@@ -239,7 +253,7 @@ class TaskExecutor:
         self.gpu_run[g] = None
         self._dirty_gpus.add(g)
         s = r.scale
-        if kind == K_F:
+        if kind == 0:  # K_F
             r.svc -= r.tf * s
             r.wstate[g] = B_READY
             return
@@ -282,6 +296,11 @@ class TaskExecutor:
                 period = (r.tf + r.tb) * r.ipt
                 elapsed = now - r.gang_start
                 done = min(int(elapsed // period), r.tasks_left - 1) if period > 0 else 0
+                if done and r.gang_start + done * period >= now:
+                    # an iteration ends exactly now: in the exact sequence its backward task
+                    # ends now and the GPU is free for the newcomer at this instant, so keep
+                    # that iteration's backward in the shortcut (it ends now)
+                    done -= 1
                 if done:
                     iters = done * r.ipt
                     r.svc -= r.G * (r.tf + r.tb) * iters
@@ -292,11 +311,13 @@ class TaskExecutor:
                 task_start = r.gang_start + done * period
                 self.busy += r.G * (task_start - r.gang_start)
                 r.gang_start = task_start
-                if now < task_start + tf_s:
+                # ``<=``: a forward ending exactly now frees the GPU at this instant
+                if now <= task_start + tf_s:
                     r.gang, r.gang_end = K_GANG_F, task_start + tf_s
                 else:
+                    r.svc -= r.G * tf_s  # this iteration's forward is already done
                     r.gang, r.gang_end = K_GANG_B, task_start + (r.tf + r.tb) * r.scale
-            elif r.gang == K_GANG_FB and now < r.gang_start + tf_s:
+            elif r.gang == K_GANG_FB and now <= r.gang_start + tf_s:
                 r.gang, r.gang_end = K_GANG_F, r.gang_start + tf_s
             else:
                 return
@@ -304,7 +325,7 @@ class TaskExecutor:
             self.sim.at(r.gang_end, self._gang_done, r, r.ver)
         elif self.gpu_run[g] is r:
             kind, start, end = self.gpu_task[g]
-            if kind == K_FB and now < start + r.tf * r.scale:
+            if kind == K_FB and now <= start + r.tf * r.scale:
                 self.gpu_task[g] = (K_F, start, start + r.tf * r.scale)
                 self.gpu_ver[g] += 1
                 self.sim.at(start + r.tf * r.scale, self._task_done, g, r, self.gpu_ver[g])
@@ -333,6 +354,8 @@ class TaskExecutor:
 
     def _finish(self, r: Run) -> None:
         del self.runs[r.jid]
+        for g in r.gpus:
+            self.gpu_runs[g].remove(r)
         r.job.service_left = 0.0
         self._dirty_gpus.update(r.gpus)
         self.sim.job_finished(r.job)

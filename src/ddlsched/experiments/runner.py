@@ -54,6 +54,7 @@ class Experiment:
     workload: str
     rows: Sequence[Row]
     metrics: Sequence[str]
+    #: variant name → settings applied to every row (key ``cluster`` overrides the cluster)
     variants: Mapping[str, Mapping[str, object]] = field(default_factory=lambda: {"default": {}})
     plot: Callable[[Experiment, list[dict], Path], Path | None] | None = None
     default_seeds: int = 5
@@ -115,13 +116,14 @@ def run_experiment(
     for v in chosen:
         for row in exp.rows:
             settings = {**exp.variants[v], **row.settings}
+            cluster = str(settings.pop("cluster", exp.cluster))
             for seed in range(n_seeds):
                 tasks.append(
                     (
                         v,
                         row,
                         Task(
-                            exp.cluster,
+                            cluster,
                             exp.workload,
                             row.policy,
                             row.placement,
