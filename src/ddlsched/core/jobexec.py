@@ -44,7 +44,7 @@ class WangJobLevel:
 
 
 class _Flow:
-    __slots__ = ("job", "done", "rate", "last", "ver", "t_service", "busy_since", "gpu_share")
+    __slots__ = ("job", "done", "rate", "last", "ver", "gpu_share")
 
     def __init__(self, job: JobState, start: float) -> None:
         self.job = job
@@ -52,7 +52,6 @@ class _Flow:
         self.rate = 0.0
         self.last = start
         self.ver = 0
-        self.busy_since = start
         #: this job's share of its GPUs' busy time per second: sum over its GPUs of
         #: 1 / (jobs resident there), set at every re-timing (shared GPUs are not counted twice)
         self.gpu_share = 0.0
