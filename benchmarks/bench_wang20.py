@@ -16,7 +16,9 @@ from ddlsched import Settings, build_simulator, load_cluster, load_workload
 def time_run(policy: str, ipt: int, seed: int) -> tuple[float, int, float]:
     cluster = load_cluster("wang20")
     jobs = load_workload("wang20", seed=seed)
-    sim = build_simulator(cluster, jobs, policy, seed=seed, settings=Settings(iterations_per_task=ipt))
+    sim = build_simulator(
+        cluster, jobs, policy, seed=seed, settings=Settings(iterations_per_task=ipt)
+    )
     t0 = time.perf_counter()
     res = sim.run()
     return time.perf_counter() - t0, sim.events_processed, res.summary["avg_jct"]
@@ -30,7 +32,9 @@ def main() -> None:
     args = ap.parse_args()
     iters = sum(j.iterations for j in load_workload("wang20", seed=0))
     print(f"wang20 seed 0: {iters} iterations in all")
-    print(f"{'policy':10s} {'granularity':12s} {'seed':>4s} {'wall s':>8s} {'events':>9s} {'avg JCT':>9s}")
+    print(
+        f"{'policy':10s} {'granularity':12s} {'seed':>4s} {'wall s':>8s} {'events':>9s} {'avg JCT':>9s}"
+    )
     for policy in args.policies.split(","):
         for ipt, label, reps in ((1000, "coarse", args.repeat_coarse), (1, "exact", 1)):
             for seed in range(args.seeds):
