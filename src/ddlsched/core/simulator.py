@@ -78,6 +78,9 @@ class Simulator:
         self._seq = 0
         self._dirty = True  # the policy should look at the queue at the end of this instant
         self.events_processed = 0
+        self._epoch = 0  # bumped whenever a job starts or leaves GPUs
+        self._loads: list[float] = []
+        self._loads_key: tuple[float, int] | None = None
         executor.attach(self)
         policy.attach(self)
 
@@ -100,12 +103,22 @@ class Simulator:
 
     def gpu_load(self, gpu: int) -> float:
         """Remaining workload of a GPU (Wang's L_g): the remaining service of its residents."""
-        refresh = self.executor.refresh
-        total = 0.0
-        for j in self.residents[gpu]:
-            refresh(j)
-            total += j.service_left
-        return total
+        return self.gpu_loads()[gpu]
+
+    def gpu_loads(self) -> list[float]:
+        """L_g of every GPU, computed once per instant and placement change (cached)."""
+        key = (self.now, self._epoch)
+        if self._loads_key != key:
+            loads = [0.0] * self.cluster.num_gpus
+            refresh = self.executor.refresh
+            for j in self.running.values():
+                refresh(j)
+                svc = j.service_left
+                for g in j.gpus:
+                    loads[g] += svc
+            self._loads = loads
+            self._loads_key = key
+        return self._loads
 
     # ------------------------------------------------------------------ actions for policies
     def start(self, job: JobState, gpus: Sequence[int]) -> None:
@@ -133,6 +146,7 @@ class Simulator:
             delay = self.restart_delay
         job.segments.append(Segment(job.job_id, self.now, float("nan"), gpus))
         self.running[job.job_id] = job
+        self._epoch += 1
         self.executor.start(job, delay)
 
     def preempt(self, job: JobState) -> None:
@@ -157,6 +171,7 @@ class Simulator:
             self.progress(self.finished, len(self.jobs))
 
     def _release(self, job: JobState) -> None:
+        self._epoch += 1
         mem = job.spec.memory_mb
         for g in job.gpus:
             self.mem_free[g] += mem
@@ -200,6 +215,7 @@ class Simulator:
             if self._dirty:
                 self._dirty = False
                 if self.queue:
+                    self._loads_key = None  # loads are recomputed once per policy pass
                     self.policy.schedule(self)
             settle()
         self.events_processed = count

@@ -53,8 +53,8 @@ class ListScheduling:
         avail = _available(job, sim)
         if len(avail) < job.num_gpus:
             return None
-        load = sim.gpu_load
-        avail.sort(key=lambda g: (load(g), g))
+        load = sim.gpu_loads()
+        avail.sort(key=lambda g: (load[g], g))
         return tuple(sorted(avail[: job.num_gpus]))
 
 
@@ -92,13 +92,15 @@ class LeastWorkloadFirst:
         if n <= self.kappa:
             return ListScheduling().select(job, sim)
         cluster = sim.cluster
-        load = {g: sim.gpu_load(g) for g in range(cluster.num_gpus)}
+        fits = sim.fits
+        if sum(1 for g in range(cluster.num_gpus) if fits(job, g)) < n:
+            return None
+        load = sim.gpu_loads()
         server_load = [
             (sum(load[g] for g in cluster.gpus_of_server(s)), s) for s in range(cluster.num_servers)
         ]
         server_load.sort()
         chosen: list[int] = []
-        fits = sim.fits
         for _, s in server_load:
             gpus = [g for g in cluster.gpus_of_server(s) if fits(job, g)]
             gpus.sort(key=lambda g: (load[g], g))
