@@ -28,6 +28,7 @@ class Settings:
     eta: float = LinearContention.eta
     max_jobs_per_gpu: int = 0  # 0 = limited by memory only
     restart_delay: float = 0.0
+    shortcuts: bool = True  # exact event-saving shortcuts of the iteration level (for checking)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, object], source: str = "--set") -> Settings:
@@ -46,7 +47,10 @@ class Settings:
             default = known[key].default
             try:
                 if isinstance(default, bool):
-                    val: object = str(raw).lower() in ("1", "true", "yes", "on")
+                    text = str(raw).lower()
+                    if text not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                        raise ValueError(text)
+                    val: object = text in ("1", "true", "yes", "on")
                 elif isinstance(default, int):
                     val = int(raw)  # type: ignore[arg-type]
                 elif isinstance(default, float):
@@ -95,7 +99,7 @@ def build_simulator(
         raise InputError(f"unknown {e.args[0]}; see `ddlsched list`") from None
     if settings.granularity == "iteration":
         executor: TaskExecutor | JobExecutor = TaskExecutor(
-            settings.contention, pol.gate, settings.iterations_per_task
+            settings.contention, pol.gate, settings.iterations_per_task, settings.shortcuts
         )
     else:
         executor = JobExecutor(WangJobLevel(settings.contention))

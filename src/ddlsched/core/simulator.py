@@ -25,6 +25,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..policies.base import Policy
 
 
+#: Event times live on a 1 ns grid: sums of task durations and their products (shortcuts) then
+#: land on the very same float, so coincident events stay coincident.
+TIME_DIGITS = 9
+
+
+def quantize(t: float) -> float:
+    """Round a time to the engine's 1 ns grid."""
+    return round(t, TIME_DIGITS)
+
+
 class Executor(Protocol):
     """How running jobs make progress. Implementations: ``TaskExecutor``, ``JobExecutor``."""
 
@@ -88,7 +98,7 @@ class Simulator:
     def at(self, time: float, handler: Callable[..., None], *args: Any) -> None:
         """Schedule ``handler(*args)`` at ``time`` (ties keep insertion order: deterministic)."""
         self._seq += 1
-        heapq.heappush(self._heap, (time, self._seq, handler, args))
+        heapq.heappush(self._heap, (round(time, TIME_DIGITS), self._seq, handler, args))
 
     def request_schedule(self) -> None:
         """Ask for a policy pass at the end of the current instant."""

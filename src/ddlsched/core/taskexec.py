@@ -8,7 +8,6 @@ ready all-reduce may start; running all-reduces share each server's link fluidly
 (``LinearContention``: per byte ``k·b + (k−1)·η``, k from the job's busiest server).
 
 Exact shortcuts keep the event count low without changing any outcome:
-* a worker alone on its GPU runs forward+backward as one task;
 * a job alone on all its GPUs runs the compute phase of an iteration as one gang task;
 * a single-server job alone on its GPUs runs all its remaining iterations as one macro task.
 Each shortcut is split back into the exact task sequence the moment another job lands on one of
@@ -21,6 +20,7 @@ from heapq import heappush
 from typing import TYPE_CHECKING
 
 from ..perf.contention import MB, LinearContention
+from .simulator import quantize
 from .state import JobState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
 # worker states
 F_READY, RUNNING, B_READY, WAIT = 0, 1, 2, 3
 # task kinds
-K_F, K_B, K_FB, K_GANG_FB, K_GANG_F, K_GANG_B, K_MACRO = range(7)
+K_F, K_B, K_GANG_FB, K_GANG_F, K_GANG_B, K_MACRO = range(6)
 # comm states
 C_NONE, C_WAITING, C_RUNNING = 0, 1, 2
 
@@ -53,6 +53,12 @@ class Run:
         "tasks_left",
         "last_scale",
         "scale",
+        "tfs",
+        "tbs",
+        "tf_full",
+        "tb_full",
+        "tf_last",
+        "tb_last",
         "svc",
         "wstate",
         "pending",
@@ -85,9 +91,19 @@ class Run:
         iters = job.iterations_left
         self.tasks_left = -(-iters // ipt)
         self.last_scale = iters - (self.tasks_left - 1) * ipt
-        self.scale = ipt if self.tasks_left > 1 else self.last_scale
+        # task durations on the engine's time grid, so that shortcut tasks and one-event-per-task
+        # execution add up to the very same event times
+        self.tf_full, self.tb_full = quantize(self.tf * ipt), quantize(self.tb * ipt)
+        self.tf_last = quantize(self.tf * self.last_scale)
+        self.tb_last = quantize(self.tb * self.last_scale)
+        self.set_scale()
         # Wang's L_J = (C_J + E_J) × |G(J)|, remaining part
-        self.svc = self.G * iters * (self.tf + self.tb + self.e)
+        full = self.tasks_left - 1
+        self.svc = quantize(
+            self.G * self.compute_left()
+            + full * self.comm_service(ipt)
+            + self.comm_service(self.last_scale)
+        )
         self.wstate = dict.fromkeys(self.gpus, F_READY)
         self.pending = self.G
         self.gang = -1  # kind of the running gang task, -1 if none
@@ -100,6 +116,39 @@ class Run:
         self.per_byte = 0.0
         self.comm_last = 0.0
         self.comm_ver = 0
+
+    def set_scale(self) -> None:
+        """Real iterations in the current task (the last task takes the remainder)."""
+        if self.tasks_left > 1:
+            self.scale, self.tfs, self.tbs = self.ipt, self.tf_full, self.tb_full
+        else:
+            self.scale, self.tfs, self.tbs = self.last_scale, self.tf_last, self.tb_last
+
+    def comm_service(self, scale: int) -> float:
+        """E_J share of one task of ``scale`` iterations, summed over workers (on the grid)."""
+        return quantize(self.G * self.e * scale)
+
+    def compute_left(self) -> float:
+        """Per-worker compute time of all remaining tasks, the current one included."""
+        if self.tasks_left <= 0:
+            return 0.0
+        full = self.tasks_left - 1
+        return full * (self.tf_full + self.tb_full) + self.tf_last + self.tb_last
+
+    def macro_tasks_done(self, now: float, count_ending_now: bool) -> int:
+        """Whole tasks a macro shortcut started at ``gang_start`` has completed by ``now``."""
+        period = self.tf_full + self.tb_full
+        if period <= 0:
+            return 0
+        base = self.gang_start
+        done = max(int((now - base) // period), 0)
+        while done > 0 and quantize(base + done * period) > now:
+            done -= 1
+        while quantize(base + (done + 1) * period) <= now:
+            done += 1
+        if not count_ending_now and done and quantize(base + done * period) == now:
+            done -= 1  # its backward ends at this very instant: still running
+        return min(done, self.tasks_left - 1)
 
 
 class TaskExecutor:
@@ -114,12 +163,15 @@ class TaskExecutor:
         model: LinearContention | None = None,
         gate: CommGate | None = None,
         iterations_per_task: int = 1,
+        shortcuts: bool = True,
     ) -> None:
         if iterations_per_task < 1:
             raise ValueError("iterations_per_task must be ≥ 1")
         self.model = model or LinearContention()
         self.gate = gate
         self.ipt = int(iterations_per_task)
+        #: False = one event per forward/backward task (the reference the shortcuts must match)
+        self.shortcuts = shortcuts
 
     # ------------------------------------------------------------------ setup
     def attach(self, sim: Simulator) -> None:
@@ -165,11 +217,28 @@ class TaskExecutor:
         run = self.runs.get(job.job_id)
         if run is None:
             return
-        if run.gang == K_MACRO:
-            done = (self.sim.now - run.gang_start) * run.G
-            job.service_left = max(run.svc - done, 0.0)
-        else:
-            job.service_left = run.svc
+        job.service_left = self._svc_now(run)
+
+    def _svc_now(self, r: Run) -> float:
+        """L_J as the one-event-per-task execution would hold it now (inside a shortcut task,
+        forward and backward tasks that have ended by now are already counted)."""
+        if r.gang < 0:
+            return r.svc
+        now = self.sim.now
+        svc = r.svc
+        tfs = r.tfs
+        start = r.gang_start
+        if r.gang == K_MACRO:
+            done = r.macro_tasks_done(now, count_ending_now=True)
+            if done:
+                svc = quantize(svc - r.G * (r.tf_full + r.tb_full) * done)
+                tfs = r.tf_full if r.tasks_left - done > 1 else r.tf_last
+                start = quantize(start + done * (r.tf_full + r.tb_full))
+        elif r.gang != K_GANG_FB:
+            return svc
+        if now >= quantize(start + tfs):
+            svc = quantize(svc - r.G * tfs)
+        return max(svc, 0.0)
 
     def _activate(self, run: Run) -> None:
         for g in run.gpus:
@@ -212,28 +281,28 @@ class TaskExecutor:
             return
         r = best
         now = self.sim.now
-        s = r.scale
         if r.wstate[g] == B_READY:
-            self._start_task(g, r, K_B, now, now + r.tb * s)
+            self._start_task(g, r, K_B, now, quantize(now + r.tbs))
             return
         gpu_runs = self.gpu_runs
-        if len(runs) == 1 and all(len(gpu_runs[h]) == 1 and r.wstate[h] == F_READY for h in r.gpus):
+        if not self.shortcuts:
+            self._start_task(g, r, K_F, now, quantize(now + r.tfs))
+        elif len(runs) == 1 and all(
+            len(gpu_runs[h]) == 1 and r.wstate[h] == F_READY for h in r.gpus
+        ):
             # gang: the job is alone on all its GPUs (its workers are in lockstep)
             if r.cross:
-                kind, end = K_GANG_FB, now + (r.tf + r.tb) * s
+                kind, end = K_GANG_FB, quantize(now + r.tfs + r.tbs)
             else:
-                kind = K_MACRO
-                end = now + (r.tf + r.tb) * r.job.iterations_left
+                kind, end = K_MACRO, quantize(now + r.compute_left())
             r.gang, r.gang_start, r.gang_end = kind, now, end
             r.ver += 1
             for h in r.gpus:
                 r.wstate[h] = RUNNING
                 self.gpu_run[h] = r
             self.sim.at(end, self._gang_done, r, r.ver)
-        elif len(runs) == 1:
-            self._start_task(g, r, K_FB, now, now + (r.tf + r.tb) * s)
         else:
-            self._start_task(g, r, K_F, now, now + r.tf * s)
+            self._start_task(g, r, K_F, now, quantize(now + r.tfs))
 
     def _start_task(self, g: int, r: Run, kind: int, start: float, end: float) -> None:
         r.wstate[g] = RUNNING
@@ -252,12 +321,11 @@ class TaskExecutor:
         self.busy += end - start
         self.gpu_run[g] = None
         self._dirty_gpus.add(g)
-        s = r.scale
         if kind == 0:  # K_F
-            r.svc -= r.tf * s
+            r.svc = quantize(r.svc - r.tfs)
             r.wstate[g] = B_READY
             return
-        r.svc -= (r.tb if kind == K_B else r.tf + r.tb) * s
+        r.svc = quantize(r.svc - r.tbs)
         r.wstate[g] = WAIT
         r.pending -= 1
         if r.pending == 0:
@@ -272,63 +340,51 @@ class TaskExecutor:
         for h in r.gpus:
             self.gpu_run[h] = None
         self._dirty_gpus.update(r.gpus)
-        s = r.scale
         if kind == K_MACRO:
             self._finish(r)
             return
         if kind == K_GANG_F:
-            r.svc -= r.G * r.tf * s
+            r.svc = quantize(r.svc - r.G * r.tfs)
             for h in r.gpus:
                 r.wstate[h] = B_READY
             return
-        r.svc -= r.G * (r.tb if kind == K_GANG_B else r.tf + r.tb) * s
+        r.svc = quantize(r.svc - r.G * (r.tbs if kind == K_GANG_B else r.tfs + r.tbs))
         for h in r.gpus:
             r.wstate[h] = WAIT
         r.pending = 0
         self._compute_done(r)
 
     def _split(self, r: Run, g: int) -> None:
-        """Turn a shortcut task of ``r`` covering GPU ``g`` back into exact tasks."""
+        """Turn a shortcut task of ``r`` covering GPU ``g`` back into exact tasks.
+
+        The newcomer may take the GPU at the next task boundary of ``r``; a boundary at this very
+        instant counts as not yet passed (the GPU is free now in the task-by-task execution).
+        """
         now = self.sim.now
-        if r.gang >= 0:
-            tf_s = r.tf * r.scale
-            if r.gang == K_MACRO:
-                period = (r.tf + r.tb) * r.ipt
-                elapsed = now - r.gang_start
-                done = min(int(elapsed // period), r.tasks_left - 1) if period > 0 else 0
-                if done and r.gang_start + done * period >= now:
-                    # an iteration ends exactly now: in the exact sequence its backward task
-                    # ends now and the GPU is free for the newcomer at this instant, so keep
-                    # that iteration's backward in the shortcut (it ends now)
-                    done -= 1
-                if done:
-                    iters = done * r.ipt
-                    r.svc -= r.G * (r.tf + r.tb) * iters
-                    r.job.iterations_left -= iters
-                    r.tasks_left -= done
-                    r.scale = r.ipt if r.tasks_left > 1 else r.last_scale
-                    tf_s = r.tf * r.scale
-                task_start = r.gang_start + done * period
-                self.busy += r.G * (task_start - r.gang_start)
-                r.gang_start = task_start
-                # ``<=``: a forward ending exactly now frees the GPU at this instant
-                if now <= task_start + tf_s:
-                    r.gang, r.gang_end = K_GANG_F, task_start + tf_s
-                else:
-                    r.svc -= r.G * tf_s  # this iteration's forward is already done
-                    r.gang, r.gang_end = K_GANG_B, task_start + (r.tf + r.tb) * r.scale
-            elif r.gang == K_GANG_FB and now <= r.gang_start + tf_s:
-                r.gang, r.gang_end = K_GANG_F, r.gang_start + tf_s
+        if r.gang == K_MACRO:
+            # an iteration ending exactly now stays in the shortcut as a backward ending now
+            done = r.macro_tasks_done(now, count_ending_now=False)
+            task_start = r.gang_start
+            if done:
+                task_start = quantize(task_start + done * (r.tf_full + r.tb_full))
+                r.svc = quantize(r.svc - r.G * (r.tf_full + r.tb_full) * done)
+                r.job.iterations_left -= done * r.ipt
+                r.tasks_left -= done
+                r.set_scale()
+            self.busy += r.G * (task_start - r.gang_start)
+            r.gang_start = task_start
+            f_end = quantize(task_start + r.tfs)
+            if now <= f_end:
+                r.gang, r.gang_end = K_GANG_F, f_end
             else:
-                return
-            r.ver += 1
-            self.sim.at(r.gang_end, self._gang_done, r, r.ver)
-        elif self.gpu_run[g] is r:
-            kind, start, end = self.gpu_task[g]
-            if kind == K_FB and now <= start + r.tf * r.scale:
-                self.gpu_task[g] = (K_F, start, start + r.tf * r.scale)
-                self.gpu_ver[g] += 1
-                self.sim.at(start + r.tf * r.scale, self._task_done, g, r, self.gpu_ver[g])
+                r.svc = quantize(r.svc - r.G * r.tfs)  # this iteration's forward is done
+                r.gang, r.gang_end = K_GANG_B, quantize(f_end + r.tbs)
+        elif r.gang == K_GANG_FB and now <= quantize(r.gang_start + r.tfs):
+            r.gang, r.gang_end = K_GANG_F, quantize(r.gang_start + r.tfs)
+        else:
+            return
+        r.ver += 1
+        self.sim.at(r.gang_end, self._gang_done, r, r.ver)
 
     def _compute_done(self, r: Run) -> None:
         """Barrier reached: all-reduce if the job spans servers, else the iteration is done."""
@@ -340,13 +396,13 @@ class TaskExecutor:
 
     def _iteration_done(self, r: Run) -> None:
         s = r.scale
-        r.svc -= r.G * r.e * s
+        r.svc = quantize(r.svc - r.comm_service(s))
         r.job.iterations_left -= s
         r.tasks_left -= 1
         if r.tasks_left == 0:
             self._finish(r)
             return
-        r.scale = r.ipt if r.tasks_left > 1 else r.last_scale
+        r.set_scale()
         for h in r.gpus:
             r.wstate[h] = F_READY
         r.pending = r.G
