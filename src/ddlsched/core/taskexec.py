@@ -21,6 +21,13 @@ from typing import TYPE_CHECKING
 
 from ..perf.contention import MB, LinearContention
 from .simulator import quantize
+
+NS = 1e-9  # seconds per nanosecond
+
+
+def to_ns(seconds: float) -> int:
+    """A duration in whole nanoseconds (remaining service is kept in exact integer ns)."""
+    return int(round(seconds * 1e9))
 from .state import JobState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -91,15 +98,15 @@ class Run:
         iters = job.iterations_left
         self.tasks_left = -(-iters // ipt)
         self.last_scale = iters - (self.tasks_left - 1) * ipt
-        # task durations on the engine's time grid, so that shortcut tasks and one-event-per-task
-        # execution add up to the very same event times
-        self.tf_full, self.tb_full = quantize(self.tf * ipt), quantize(self.tb * ipt)
-        self.tf_last = quantize(self.tf * self.last_scale)
-        self.tb_last = quantize(self.tb * self.last_scale)
+        # task durations in integer nanoseconds (the engine's time grid), so that shortcut
+        # tasks and one-event-per-task execution add up to the very same event times
+        self.tf_full, self.tb_full = to_ns(self.tf * ipt), to_ns(self.tb * ipt)
+        self.tf_last = to_ns(self.tf * self.last_scale)
+        self.tb_last = to_ns(self.tb * self.last_scale)
         self.set_scale()
-        # Wang's L_J = (C_J + E_J) × |G(J)|, remaining part
+        # Wang's L_J = (C_J + E_J) × |G(J)|, remaining part, in integer ns (exact arithmetic)
         full = self.tasks_left - 1
-        self.svc = quantize(
+        self.svc = (
             self.G * self.compute_left()
             + full * self.comm_service(ipt)
             + self.comm_service(self.last_scale)
@@ -124,14 +131,14 @@ class Run:
         else:
             self.scale, self.tfs, self.tbs = self.last_scale, self.tf_last, self.tb_last
 
-    def comm_service(self, scale: int) -> float:
-        """E_J share of one task of ``scale`` iterations, summed over workers (on the grid)."""
-        return quantize(self.G * self.e * scale)
+    def comm_service(self, scale: int) -> int:
+        """E_J share of one task of ``scale`` iterations, summed over workers (ns)."""
+        return to_ns(self.G * self.e * scale)
 
-    def compute_left(self) -> float:
-        """Per-worker compute time of all remaining tasks, the current one included."""
+    def compute_left(self) -> int:
+        """Per-worker compute time of all remaining tasks, the current one included (ns)."""
         if self.tasks_left <= 0:
-            return 0.0
+            return 0
         full = self.tasks_left - 1
         return full * (self.tf_full + self.tb_full) + self.tf_last + self.tb_last
 
@@ -141,12 +148,12 @@ class Run:
         if period <= 0:
             return 0
         base = self.gang_start
-        done = max(int((now - base) // period), 0)
-        while done > 0 and quantize(base + done * period) > now:
+        done = max(int((now - base) // (period * NS)), 0)
+        while done > 0 and quantize(base + done * period * NS) > now:
             done -= 1
-        while quantize(base + (done + 1) * period) <= now:
+        while quantize(base + (done + 1) * period * NS) <= now:
             done += 1
-        if not count_ending_now and done and quantize(base + done * period) == now:
+        if not count_ending_now and done and quantize(base + done * period * NS) == now:
             done -= 1  # its backward ends at this very instant: still running
         return min(done, self.tasks_left - 1)
 
@@ -196,7 +203,7 @@ class TaskExecutor:
     # ------------------------------------------------------------------ engine interface
     def start(self, job: JobState, delay: float) -> None:
         run = Run(job, self.model, self.ipt)
-        job.service_left = run.svc
+        job.service_left = run.svc * NS
         self.runs[run.jid] = run
         for g in run.gpus:
             # another job lands on these GPUs: undo shortcuts of the residents there
@@ -217,9 +224,9 @@ class TaskExecutor:
         run = self.runs.get(job.job_id)
         if run is None:
             return
-        job.service_left = self._svc_now(run)
+        job.service_left = self._svc_now(run) * NS
 
-    def _svc_now(self, r: Run) -> float:
+    def _svc_now(self, r: Run) -> int:
         """L_J as the one-event-per-task execution would hold it now (inside a shortcut task,
         forward and backward tasks that have ended by now are already counted)."""
         if r.gang < 0:
@@ -231,14 +238,14 @@ class TaskExecutor:
         if r.gang == K_MACRO:
             done = r.macro_tasks_done(now, count_ending_now=True)
             if done:
-                svc = quantize(svc - r.G * (r.tf_full + r.tb_full) * done)
+                svc -= r.G * (r.tf_full + r.tb_full) * done
                 tfs = r.tf_full if r.tasks_left - done > 1 else r.tf_last
-                start = quantize(start + done * (r.tf_full + r.tb_full))
+                start = quantize(start + done * (r.tf_full + r.tb_full) * NS)
         elif r.gang != K_GANG_FB:
             return svc
-        if now >= quantize(start + tfs):
-            svc = quantize(svc - r.G * tfs)
-        return max(svc, 0.0)
+        if now >= quantize(start + tfs * NS):
+            svc -= r.G * tfs
+        return max(svc, 0)
 
     def _activate(self, run: Run) -> None:
         for g in run.gpus:
@@ -269,7 +276,7 @@ class TaskExecutor:
     def _pick(self, g: int) -> None:
         """An idle GPU starts the ready task of the resident job with least remaining service."""
         best = None
-        bsvc = 0.0
+        bsvc = 0
         runs = self.gpu_runs[g]
         for r in runs:
             st = r.wstate[g]
@@ -282,19 +289,19 @@ class TaskExecutor:
         r = best
         now = self.sim.now
         if r.wstate[g] == B_READY:
-            self._start_task(g, r, K_B, now, quantize(now + r.tbs))
+            self._start_task(g, r, K_B, now, round(now + r.tbs * NS, 9))
             return
         gpu_runs = self.gpu_runs
         if not self.shortcuts:
-            self._start_task(g, r, K_F, now, quantize(now + r.tfs))
+            self._start_task(g, r, K_F, now, round(now + r.tfs * NS, 9))
         elif len(runs) == 1 and all(
             len(gpu_runs[h]) == 1 and r.wstate[h] == F_READY for h in r.gpus
         ):
             # gang: the job is alone on all its GPUs (its workers are in lockstep)
             if r.cross:
-                kind, end = K_GANG_FB, quantize(now + r.tfs + r.tbs)
+                kind, end = K_GANG_FB, quantize(now + (r.tfs + r.tbs) * NS)
             else:
-                kind, end = K_MACRO, quantize(now + r.compute_left())
+                kind, end = K_MACRO, quantize(now + r.compute_left() * NS)
             r.gang, r.gang_start, r.gang_end = kind, now, end
             r.ver += 1
             for h in r.gpus:
@@ -302,7 +309,7 @@ class TaskExecutor:
                 self.gpu_run[h] = r
             self.sim.at(end, self._gang_done, r, r.ver)
         else:
-            self._start_task(g, r, K_F, now, quantize(now + r.tfs))
+            self._start_task(g, r, K_F, now, round(now + r.tfs * NS, 9))
 
     def _start_task(self, g: int, r: Run, kind: int, start: float, end: float) -> None:
         r.wstate[g] = RUNNING
@@ -322,10 +329,10 @@ class TaskExecutor:
         self.gpu_run[g] = None
         self._dirty_gpus.add(g)
         if kind == 0:  # K_F
-            r.svc = quantize(r.svc - r.tfs)
+            r.svc -= r.tfs
             r.wstate[g] = B_READY
             return
-        r.svc = quantize(r.svc - r.tbs)
+        r.svc -= r.tbs
         r.wstate[g] = WAIT
         r.pending -= 1
         if r.pending == 0:
@@ -344,11 +351,11 @@ class TaskExecutor:
             self._finish(r)
             return
         if kind == K_GANG_F:
-            r.svc = quantize(r.svc - r.G * r.tfs)
+            r.svc -= r.G * r.tfs
             for h in r.gpus:
                 r.wstate[h] = B_READY
             return
-        r.svc = quantize(r.svc - r.G * (r.tbs if kind == K_GANG_B else r.tfs + r.tbs))
+        r.svc -= r.G * (r.tbs if kind == K_GANG_B else r.tfs + r.tbs)
         for h in r.gpus:
             r.wstate[h] = WAIT
         r.pending = 0
@@ -366,21 +373,21 @@ class TaskExecutor:
             done = r.macro_tasks_done(now, count_ending_now=False)
             task_start = r.gang_start
             if done:
-                task_start = quantize(task_start + done * (r.tf_full + r.tb_full))
-                r.svc = quantize(r.svc - r.G * (r.tf_full + r.tb_full) * done)
+                task_start = quantize(task_start + done * (r.tf_full + r.tb_full) * NS)
+                r.svc -= r.G * (r.tf_full + r.tb_full) * done
                 r.job.iterations_left -= done * r.ipt
                 r.tasks_left -= done
                 r.set_scale()
             self.busy += r.G * (task_start - r.gang_start)
             r.gang_start = task_start
-            f_end = quantize(task_start + r.tfs)
+            f_end = quantize(task_start + r.tfs * NS)
             if now <= f_end:
                 r.gang, r.gang_end = K_GANG_F, f_end
             else:
-                r.svc = quantize(r.svc - r.G * r.tfs)  # this iteration's forward is done
-                r.gang, r.gang_end = K_GANG_B, quantize(f_end + r.tbs)
-        elif r.gang == K_GANG_FB and now <= quantize(r.gang_start + r.tfs):
-            r.gang, r.gang_end = K_GANG_F, quantize(r.gang_start + r.tfs)
+                r.svc -= r.G * r.tfs  # this iteration's forward is done
+                r.gang, r.gang_end = K_GANG_B, quantize(f_end + r.tbs * NS)
+        elif r.gang == K_GANG_FB and now <= quantize(r.gang_start + r.tfs * NS):
+            r.gang, r.gang_end = K_GANG_F, quantize(r.gang_start + r.tfs * NS)
         else:
             return
         r.ver += 1
@@ -396,7 +403,7 @@ class TaskExecutor:
 
     def _iteration_done(self, r: Run) -> None:
         s = r.scale
-        r.svc = quantize(r.svc - r.comm_service(s))
+        r.svc -= r.comm_service(s)
         r.job.iterations_left -= s
         r.tasks_left -= 1
         if r.tasks_left == 0:
