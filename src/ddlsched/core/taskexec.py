@@ -21,6 +21,11 @@ from typing import TYPE_CHECKING
 
 from ..perf.contention import MB, LinearContention
 from .simulator import quantize
+from .state import JobState
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..policies.gates import CommGate
+    from .simulator import Simulator
 
 NS = 1e-9  # seconds per nanosecond
 
@@ -28,16 +33,12 @@ NS = 1e-9  # seconds per nanosecond
 def to_ns(seconds: float) -> int:
     """A duration in whole nanoseconds (remaining service is kept in exact integer ns)."""
     return int(round(seconds * 1e9))
-from .state import JobState
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..policies.gates import CommGate
-    from .simulator import Simulator
 
 # worker states
-F_READY, RUNNING, B_READY, WAIT = 0, 1, 2, 3
+F_READY, RUNNING, B_READY, WAIT, INACTIVE = 0, 1, 2, 3, 4
 # task kinds
-K_F, K_B, K_GANG_FB, K_GANG_F, K_GANG_B, K_MACRO = range(6)
+K_F, K_B, K_GANG_FB, K_GANG_F, K_GANG_B, K_MACRO, K_FB = range(7)
 # comm states
 C_NONE, C_WAITING, C_RUNNING = 0, 1, 2
 
@@ -72,6 +73,11 @@ class Run:
         "gang",
         "gang_start",
         "gang_end",
+        "fused",
+        "comm_min",
+        "comm_lb",
+        "a",
+        "b",
         "ver",
         "comm",
         "lat_left",
@@ -95,6 +101,8 @@ class Run:
         # uncontended all-reduce time per real iteration (Wang Eq. 8's E_J term)
         self.e = model.time(self.size) if self.cross else 0.0
         self.ipt = ipt
+        self.a, self.b = model.a, model.b
+        self.comm_lb = 0.0  # earliest end of the running all-reduce (at full speed)
         iters = job.iterations_left
         self.tasks_left = -(-iters // ipt)
         self.last_scale = iters - (self.tasks_left - 1) * ipt
@@ -116,6 +124,7 @@ class Run:
         self.gang = -1  # kind of the running gang task, -1 if none
         self.gang_start = 0.0
         self.gang_end = 0.0
+        self.fused: dict[int, float] = {}  # GPU → forward end of a fused forward+backward task
         self.ver = 0
         self.comm = C_NONE
         self.lat_left = 0.0
@@ -130,6 +139,8 @@ class Run:
             self.scale, self.tfs, self.tbs = self.ipt, self.tf_full, self.tb_full
         else:
             self.scale, self.tfs, self.tbs = self.last_scale, self.tf_last, self.tb_last
+        # the shortest an all-reduce of this task can take (alone on its links)
+        self.comm_min = (self.a + self.size * self.b) * self.scale
 
     def comm_service(self, scale: int) -> int:
         """E_J share of one task of ``scale`` iterations, summed over workers (ns)."""
@@ -212,7 +223,7 @@ class TaskExecutor:
             self.gpu_runs[g].append(run)
         if delay > 0:
             for g in run.gpus:
-                run.wstate[g] = WAIT
+                run.wstate[g] = INACTIVE
             self.sim.at(self.sim.now + delay, self._activate, run)
         else:
             self._dirty_gpus.update(run.gpus)
@@ -230,7 +241,7 @@ class TaskExecutor:
         """L_J as the one-event-per-task execution would hold it now (inside a shortcut task,
         forward and backward tasks that have ended by now are already counted)."""
         if r.gang < 0:
-            return r.svc
+            return self._eff_svc(r) if r.fused else r.svc
         now = self.sim.now
         svc = r.svc
         tfs = r.tfs
@@ -246,6 +257,30 @@ class TaskExecutor:
         if now >= quantize(start + tfs * NS):
             svc -= r.G * tfs
         return max(svc, 0)
+
+    def _eff_svc(self, r: Run) -> int:
+        """L_J of a job with fused tasks: their forwards that have ended by now count as done."""
+        now = self.sim.now
+        return r.svc - r.tfs * sum(1 for f_end in r.fused.values() if f_end <= now)
+
+    def _can_fuse(self, g: int, r: Run, f_end: float) -> bool:
+        """May ``r`` run forward and backward on the shared GPU ``g`` as one task?
+
+        Yes if no other resident can have a ready task on ``g`` at ``f_end``: each is a
+        cross-server job whose worker here is done with this iteration and whose next iteration
+        cannot start before its all-reduce ends, which is after ``f_end`` even at full speed.
+        (A job placed on ``g`` meanwhile splits the fused task, see ``_split``.)
+        """
+        now = self.sim.now
+        for k in self.gpu_runs[g]:
+            if k is r:
+                continue
+            if k.wstate[g] != WAIT or not k.cross:
+                return False
+            earliest = k.comm_lb if k.comm == C_RUNNING else now + k.comm_min
+            if earliest - f_end <= 1e-9:  # a margin over the 1 ns time grid
+                return False
+        return True
 
     def _activate(self, run: Run) -> None:
         for g in run.gpus:
@@ -281,9 +316,10 @@ class TaskExecutor:
         for r in runs:
             st = r.wstate[g]
             if st == F_READY or st == B_READY:
-                if best is None or r.svc < bsvc or (r.svc == bsvc and r.jid < best.jid):
+                svc = self._eff_svc(r) if r.fused else r.svc
+                if best is None or svc < bsvc or (svc == bsvc and r.jid < best.jid):
                     best = r
-                    bsvc = r.svc
+                    bsvc = svc
         if best is None:
             return
         r = best
@@ -309,7 +345,12 @@ class TaskExecutor:
                 self.gpu_run[h] = r
             self.sim.at(end, self._gang_done, r, r.ver)
         else:
-            self._start_task(g, r, K_F, now, round(now + r.tfs * NS, 9))
+            f_end = round(now + r.tfs * NS, 9)
+            if self._can_fuse(g, r, f_end):
+                r.fused[g] = f_end
+                self._start_task(g, r, K_FB, now, round(f_end + r.tbs * NS, 9))
+            else:
+                self._start_task(g, r, K_F, now, f_end)
 
     def _start_task(self, g: int, r: Run, kind: int, start: float, end: float) -> None:
         r.wstate[g] = RUNNING
@@ -332,7 +373,11 @@ class TaskExecutor:
             r.svc -= r.tfs
             r.wstate[g] = B_READY
             return
-        r.svc -= r.tbs
+        if kind == K_FB:
+            del r.fused[g]
+            r.svc -= r.tfs + r.tbs
+        else:
+            r.svc -= r.tbs
         r.wstate[g] = WAIT
         r.pending -= 1
         if r.pending == 0:
@@ -368,6 +413,18 @@ class TaskExecutor:
         instant counts as not yet passed (the GPU is free now in the task-by-task execution).
         """
         now = self.sim.now
+        if g in r.fused and self.gpu_run[g] is r:
+            f_end = r.fused.pop(g)
+            kind, start, end = self.gpu_task[g]
+            if now <= f_end:  # still in its forward: the GPU is up for grabs at f_end
+                self.gpu_task[g] = (K_F, start, f_end)
+                self.gpu_ver[g] += 1
+                self.sim.at(f_end, self._task_done, g, r, self.gpu_ver[g])
+            else:  # its forward is done; the rest is a plain backward
+                self.busy += f_end - start
+                r.svc -= r.tfs
+                self.gpu_task[g] = (K_B, f_end, end)
+            return
         if r.gang == K_MACRO:
             # an iteration ending exactly now stays in the shortcut as a backward ending now
             done = r.macro_tasks_done(now, count_ending_now=False)
@@ -469,6 +526,7 @@ class TaskExecutor:
             self.server_comms[s].append(r)
         self._affected_servers.update(r.servers)
         r.comm = C_RUNNING
+        r.comm_lb = self.sim.now + r.comm_min
         r.lat_left = self.model.a * r.scale
         r.bytes_left = r.size * r.scale
         r.per_byte = 0.0  # set by _retime_comms
