@@ -64,3 +64,28 @@ def test_shortcuts_match_on_wang20_coarse(policy: str) -> None:
         cluster, jobs, policy, settings={"iterations_per_task": 1000, "shortcuts": "false"}
     )
     assert_same(fast, plain)
+
+
+def test_fused_forward_backward_on_shared_gpu_and_its_split() -> None:
+    """B's forward+backward on a GPU it shares with A runs fused while A is all-reducing; a
+    newcomer C landing mid-forward splits it. Same schedule as task-by-task, fewer events."""
+    from ddlsched import build_simulator
+    from ddlsched.api import Settings
+
+    cluster = Cluster.homogeneous(2, 1, gpu_memory_mb=16000.0)
+    comm_heavy = ModelProfile("comm", 2000.0, 4000.0, 16, 0.010, 0.010)  # 2 GB all-reduce
+    light = ModelProfile("light", 1.0, 4000.0, 16, 0.030, 0.050)
+    jobs = [
+        JobSpec(0, 0.0, 2, 3, comm_heavy),  # spans both servers, long all-reduces
+        JobSpec(1, 0.05, 1, 40, light),  # shares a GPU with job 0
+        JobSpec(2, 1.015, 1, 2, light),  # lands mid-forward of job 1 (smaller service)
+    ]
+    results, events = [], []
+    for shortcuts in (True, False):
+        sim = build_simulator(
+            cluster, jobs, "srsf1", placement="ff", settings=Settings(shortcuts=shortcuts)
+        )
+        results.append(sim.run())
+        events.append(sim.events_processed)
+    assert_same(*results)
+    assert events[0] < events[1]
