@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,7 +24,7 @@ def _parse_sets(items: Sequence[str]) -> dict[str, str]:
 def cmd_run(args: argparse.Namespace) -> int:
     from .api import Settings, simulate
     from .core.cluster_io import load_cluster
-    from .core.results import atomic_write_text, write_result
+    from .core.results import write_result
     from .progress import ProgressBar
     from .workloads.io import validate_fits
     from .workloads.presets import load_workload
@@ -45,7 +44,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress=bar,
     )
     out = Path(args.out)
-    write_result(res, out)
     config = {
         "version": __version__,
         "cluster": args.cluster,
@@ -55,7 +53,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "settings": {k: getattr(settings, k) for k in settings.__dataclass_fields__},
     }
-    atomic_write_text(out / "config.json", json.dumps(config, indent=2, sort_keys=True) + "\n")
+    write_result(res, out, config=config)
     s = res.summary
     print(
         f"{len(res.jobs)} jobs  avg JCT {s['avg_jct']:.1f} s  median {s['median_jct']:.1f} s  "

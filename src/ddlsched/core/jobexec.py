@@ -95,6 +95,7 @@ class JobExecutor:
 
     def stop(self, job: JobState) -> None:
         f = self.flows.pop(job.job_id)
+        f.ver += 1  # its pending finish event is void
         self._advance(f)
         job.iterations_left = max(job.spec.iterations - int(f.done + 1e-9), 0)
         if job.cross_server:
@@ -141,8 +142,8 @@ class JobExecutor:
         self._affected.clear()
 
     def _done(self, f: _Flow, ver: int) -> None:
-        if ver != f.ver:
-            return
+        if ver != f.ver or self.flows.get(f.job.job_id) is not f:
+            return  # re-timed, or stopped (preempted) since
         self._advance(f)  # accounts its busy time up to now
         f.done = float(f.job.spec.iterations)
         del self.flows[f.job.job_id]

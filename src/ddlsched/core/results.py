@@ -163,9 +163,15 @@ def csv_text(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return buf.getvalue()
 
 
-def write_result(result: SimResult, out_dir: str | Path, extra: dict | None = None) -> None:
-    """Write ``summary.json``, ``jobs.csv`` and ``segments.csv`` atomically into ``out_dir``."""
+def write_result(
+    result: SimResult, out_dir: str | Path, extra: dict | None = None, config: dict | None = None
+) -> None:
+    """Write ``config.json`` (if given), ``jobs.csv``, ``segments.csv`` and, last,
+    ``summary.json`` into ``out_dir``, each atomically: a complete ``summary.json`` means a
+    complete result directory."""
     out = Path(out_dir)
+    if config is not None:
+        atomic_write_text(out / "config.json", json.dumps(config, indent=2, sort_keys=True) + "\n")
     jobs_rows = [
         (
             j.job_id,
