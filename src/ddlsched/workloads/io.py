@@ -13,15 +13,14 @@ import difflib
 import io
 import json
 import math
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..core.cluster import Cluster
 from ..core.job import JobSpec, ModelProfile
+from ..core.results import atomic_write_text, csv_text
 from ..errors import InputError
 from ..perf.models import WANG20_MODELS, builtin_model
 
@@ -431,38 +430,22 @@ def write_workload_csv(jobs: Iterable[JobSpec], path: str | Path) -> None:
 
     The file is replaced atomically: written to a temporary file in the same directory first.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            w = csv.writer(f, lineterminator="\n")
-            w.writerow(ALL_COLUMNS)
-            for j in jobs:
-                m = j.model
-                w.writerow(
-                    [
-                        j.job_id,
-                        _fmt(j.arrival),
-                        j.num_gpus,
-                        j.iterations,
-                        m.name,
-                        _fmt(m.size_mb),
-                        _fmt(m.memory_mb),
-                        m.batch_size,
-                        _fmt(m.t_forward),
-                        _fmt(m.t_backward),
-                    ]
-                )
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    rows = [
+        [
+            j.job_id,
+            _fmt(j.arrival),
+            j.num_gpus,
+            j.iterations,
+            j.model.name,
+            _fmt(j.model.size_mb),
+            _fmt(j.model.memory_mb),
+            j.model.batch_size,
+            _fmt(j.model.t_forward),
+            _fmt(j.model.t_backward),
+        ]
+        for j in jobs
+    ]
+    atomic_write_text(path, csv_text(ALL_COLUMNS, rows))
 
 
 def validate_fits(jobs: Iterable[JobSpec], cluster: Cluster, source: str) -> None:
