@@ -482,20 +482,36 @@ class TaskExecutor:
 
     # ------------------------------------------------------------------ communication
     def _run_gates(self) -> None:
-        """Alg. 3 lines 15–21: ready all-reduces in SRSF order, each asks the gate."""
-        pending = sorted(self._gate_pending, key=lambda r: (r.svc, r.jid))
-        self._gate_pending.clear()
+        """Alg. 3 lines 15–21: ready all-reduces in SRSF order, each asks the gate.
+
+        A refused all-reduce waits on the servers whose changes can open its gate: for a
+        monotone gate (SRSF(n)) only the end of an all-reduce on the blocking server; otherwise
+        (AdaDUAL, whose reference task is the first busiest server's) any start or end on its
+        servers. A start during a pass may open such gates: the pass repeats until none opens.
+        """
         gate = self.gate
-        for r in pending:
-            if r.comm != C_WAITING:
-                continue
-            if gate is None or gate.allow(self, r):
-                for s in r.servers:
-                    self.server_waiting[s].discard(r)
-                self._comm_start(r)
-            else:
-                for s in r.servers:
-                    self.server_waiting[s].add(r)
+        waiting = self.server_waiting
+        monotone = gate is None or gate.monotone
+        while self._gate_pending:
+            pending = sorted(self._gate_pending, key=lambda r: (r.svc, r.jid))
+            self._gate_pending.clear()
+            for r in pending:
+                if r.comm != C_WAITING:
+                    continue
+                block = -1 if gate is None else gate.blocker(self, r)
+                if block < 0:
+                    if not monotone:
+                        for s in r.servers:
+                            waiting[s].discard(r)
+                    self._comm_start(r)
+                    if not monotone:
+                        for s in r.servers:
+                            self._gate_pending.update(waiting[s])
+                elif monotone:
+                    waiting[block].add(r)
+                else:
+                    for s in r.servers:
+                        waiting[s].add(r)
 
     def advance(self, r: Run) -> None:
         """Bring a running all-reduce's remaining latency/bytes up to now."""
@@ -510,9 +526,15 @@ class TaskExecutor:
             r.comm_last = now
 
     def remaining_bytes(self, r: Run) -> float:
-        """Remaining message size of a running all-reduce (AdaDUAL's M_old), exact at now."""
-        self.advance(r)
-        return r.bytes_left
+        """Remaining message size of a running all-reduce (AdaDUAL's M_old), exact at now.
+
+        A pure read: progress is only folded into the state when rates change, so how often a
+        gate looks cannot change the arithmetic (and hence the schedule).
+        """
+        dt = self.sim.now - r.comm_last - r.lat_left
+        if dt <= 0 or r.per_byte <= 0:
+            return r.bytes_left
+        return max(r.bytes_left - dt / r.per_byte, 0.0)
 
     def message_bytes(self, r: Run) -> float:
         """Message size of ``r``'s next all-reduce (M_new), scaled by iterations per task."""
@@ -541,8 +563,11 @@ class TaskExecutor:
             for q in comms:
                 self.advance(q)
             comms.remove(r)
-            if self.server_waiting[s]:
-                self._gate_pending.update(self.server_waiting[s])
+            waiting = self.server_waiting[s]
+            if waiting:
+                self._gate_pending.update(waiting)
+                if self.gate is None or self.gate.monotone:
+                    waiting.clear()
         self._affected_servers.update(r.servers)
         r.comm = C_NONE
         r.comm_ver += 1

@@ -13,7 +13,18 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class CommGate(Protocol):
+    """Decides whether a ready all-reduce may start now.
+
+    ``blocker`` returns −1 to start, else the server whose all-reduces hold it back: the engine
+    re-asks only when an all-reduce on that server ends (nothing else can change the answer).
+    """
+
     name: str
+    #: True if a refused all-reduce can only be let through after an all-reduce on the blocking
+    #: server ends (then the engine re-asks only then)
+    monotone: bool
+
+    def blocker(self, ex: TaskExecutor, run: Run) -> int: ...
 
     def allow(self, ex: TaskExecutor, run: Run) -> bool: ...
 
@@ -26,14 +37,22 @@ class SrsfN:
     """
 
     n: int = 1
+    monotone: bool = True
 
     @property
     def name(self) -> str:
         return f"srsf{self.n}"
 
-    def allow(self, ex: TaskExecutor, run: Run) -> bool:
+    def blocker(self, ex: TaskExecutor, run: Run) -> int:
         comms = ex.server_comms
-        return all(len(comms[s]) < self.n for s in run.servers)
+        n = self.n
+        for s in run.servers:
+            if len(comms[s]) >= n:
+                return s
+        return -1
+
+    def allow(self, ex: TaskExecutor, run: Run) -> bool:
+        return self.blocker(ex, run) < 0
 
 
 @dataclass(frozen=True)
@@ -47,24 +66,31 @@ class AdaDual:
     """
 
     name: str = "adadual"
+    #: the reference task is the first busiest server's: a start elsewhere can change it
+    monotone: bool = False
 
-    def allow(self, ex: TaskExecutor, run: Run) -> bool:
+    def blocker(self, ex: TaskExecutor, run: Run) -> int:
         comms = ex.server_comms
         max_tasks = 0
-        old = None
+        busiest = -1
         for s in run.servers:
-            c = comms[s]
-            if len(c) > max_tasks:
-                max_tasks = len(c)
-                old = c
+            k = len(comms[s])
+            if k > max_tasks:
+                max_tasks = k
+                busiest = s
         if max_tasks == 0:
-            return True
-        if max_tasks > 1 or old is None:
-            return False
-        m_old = ex.remaining_bytes(old[0])
-        if m_old <= 0:
-            return False  # it ends at this very instant; start right after it
-        return ex.message_bytes(run) / m_old < ex.model.adadual_threshold
+            return -1
+        if max_tasks > 1:
+            return busiest
+        # one running all-reduce: Theorem 2's test against its remaining bytes; if it fails,
+        # the ratio only grows as that all-reduce progresses, so wait for it to end
+        m_old = ex.remaining_bytes(comms[busiest][0])
+        if m_old > 0 and ex.message_bytes(run) / m_old < ex.model.adadual_threshold:
+            return -1
+        return busiest
+
+    def allow(self, ex: TaskExecutor, run: Run) -> bool:
+        return self.blocker(ex, run) < 0
 
 
 GATES = {
