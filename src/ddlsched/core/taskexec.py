@@ -16,7 +16,7 @@ its GPUs (the new job can only win a GPU at the next task boundary, which the sp
 
 from __future__ import annotations
 
-from heapq import heappush
+from heapq import heapify, heappop, heappush
 from typing import TYPE_CHECKING
 
 from ..perf.contention import MB, LinearContention
@@ -201,7 +201,9 @@ class TaskExecutor:
         self.gpu_task: list[tuple[int, float, float]] = [(-1, 0.0, 0.0)] * n  # kind, start, end
         self.gpu_ver = [0] * n
         self.server_comms: list[list[Run]] = [[] for _ in range(sim.cluster.num_servers)]
+        # refused all-reduces, re-asked when an all-reduce ends / starts on that server
         self.server_waiting: list[set[Run]] = [set() for _ in range(sim.cluster.num_servers)]
+        self.server_waiting_start: list[set[Run]] = [set() for _ in range(sim.cluster.num_servers)]
         self._dirty_gpus: set[int] = set()
         self._gate_pending: set[Run] = set()
         self._affected_servers: set[int] = set()
@@ -482,36 +484,45 @@ class TaskExecutor:
 
     # ------------------------------------------------------------------ communication
     def _run_gates(self) -> None:
-        """Alg. 3 lines 15–21: ready all-reduces in SRSF order, each asks the gate.
+        """Alg. 3 lines 15–21: ready all-reduces in SRSF order, each asks the gate once.
 
-        A refused all-reduce waits on the servers whose changes can open its gate: for a
-        monotone gate (SRSF(n)) only the end of an all-reduce on the blocking server; otherwise
-        (AdaDUAL, whose reference task is the first busiest server's) any start or end on its
-        servers. A start during a pass may open such gates: the pass repeats until none opens.
+        A refused all-reduce waits until something that can change the answer happens: an
+        all-reduce ends on the blocking server, or one starts on a server the gate names
+        (``CommGate.start_watch``; AdaDUAL's reference task can change that way). A start during
+        the pass re-asks the affected all-reduces at their SRSF position if that is still ahead,
+        else in a follow-up pass at the same instant (Alg. 3 would ask them at the next slot).
         """
         gate = self.gate
-        waiting = self.server_waiting
-        monotone = gate is None or gate.monotone
-        while self._gate_pending:
-            pending = sorted(self._gate_pending, key=lambda r: (r.svc, r.jid))
-            self._gate_pending.clear()
-            for r in pending:
-                if r.comm != C_WAITING:
+        on_end = self.server_waiting
+        on_start = self.server_waiting_start
+        pending_set = self._gate_pending
+        while pending_set:
+            heap = [(r.svc, r.jid, r) for r in pending_set]
+            heapify(heap)
+            pending_set.clear()
+            seen: set[int] = set()
+            while heap:
+                svc, jid, r = heappop(heap)
+                if jid in seen or r.comm != C_WAITING:
                     continue
+                seen.add(jid)
                 block = -1 if gate is None else gate.blocker(self, r)
                 if block < 0:
-                    if not monotone:
-                        for s in r.servers:
-                            waiting[s].discard(r)
                     self._comm_start(r)
-                    if not monotone:
-                        for s in r.servers:
-                            self._gate_pending.update(waiting[s])
-                elif monotone:
-                    waiting[block].add(r)
-                else:
                     for s in r.servers:
-                        waiting[s].add(r)
+                        watchers = on_start[s]
+                        if not watchers:
+                            continue
+                        for w in watchers:
+                            if w.jid not in seen and (w.svc, w.jid) > (svc, jid):
+                                heappush(heap, (w.svc, w.jid, w))
+                            else:
+                                pending_set.add(w)
+                        watchers.clear()
+                else:
+                    on_end[block].add(r)
+                    for s in gate.start_watch(self, r, block):
+                        on_start[s].add(r)
 
     def advance(self, r: Run) -> None:
         """Bring a running all-reduce's remaining latency/bytes up to now."""
@@ -566,8 +577,7 @@ class TaskExecutor:
             waiting = self.server_waiting[s]
             if waiting:
                 self._gate_pending.update(waiting)
-                if self.gate is None or self.gate.monotone:
-                    waiting.clear()
+                waiting.clear()
         self._affected_servers.update(r.servers)
         r.comm = C_NONE
         r.comm_ver += 1

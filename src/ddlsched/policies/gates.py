@@ -5,6 +5,7 @@ A gate sees the iteration-level executor (running all-reduces per server) and th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -15,16 +16,16 @@ if TYPE_CHECKING:  # pragma: no cover
 class CommGate(Protocol):
     """Decides whether a ready all-reduce may start now.
 
-    ``blocker`` returns −1 to start, else the server whose all-reduces hold it back: the engine
-    re-asks only when an all-reduce on that server ends (nothing else can change the answer).
+    ``blocker`` returns −1 to start, else the server whose all-reduces hold it back. The engine
+    asks again when an all-reduce on that server ends, or one starts on a server listed by
+    ``start_watch``; a gate must name every change that could turn its "no" into a "yes".
     """
 
     name: str
-    #: True if a refused all-reduce can only be let through after an all-reduce on the blocking
-    #: server ends (then the engine re-asks only then)
-    monotone: bool
 
     def blocker(self, ex: TaskExecutor, run: Run) -> int: ...
+
+    def start_watch(self, ex: TaskExecutor, run: Run, block: int) -> Sequence[int]: ...
 
     def allow(self, ex: TaskExecutor, run: Run) -> bool: ...
 
@@ -37,7 +38,6 @@ class SrsfN:
     """
 
     n: int = 1
-    monotone: bool = True
 
     @property
     def name(self) -> str:
@@ -50,6 +50,9 @@ class SrsfN:
             if len(comms[s]) >= n:
                 return s
         return -1
+
+    def start_watch(self, ex: TaskExecutor, run: Run, block: int) -> Sequence[int]:
+        return ()  # more all-reduces never open SRSF(n)
 
     def allow(self, ex: TaskExecutor, run: Run) -> bool:
         return self.blocker(ex, run) < 0
@@ -66,8 +69,6 @@ class AdaDual:
     """
 
     name: str = "adadual"
-    #: the reference task is the first busiest server's: a start elsewhere can change it
-    monotone: bool = False
 
     def blocker(self, ex: TaskExecutor, run: Run) -> int:
         comms = ex.server_comms
@@ -88,6 +89,15 @@ class AdaDual:
         if m_old > 0 and ex.message_bytes(run) / m_old < ex.model.adadual_threshold:
             return -1
         return busiest
+
+    def start_watch(self, ex: TaskExecutor, run: Run, block: int) -> Sequence[int]:
+        """With one running all-reduce on the refusing server (the first busiest), a start on a
+        server earlier in the job's order makes that server the first busiest and its new
+        all-reduce the reference task of the test. With two or more, only ends can help."""
+        if len(ex.server_comms[block]) != 1:
+            return ()
+        servers = run.servers
+        return servers[: servers.index(block)]
 
     def allow(self, ex: TaskExecutor, run: Run) -> bool:
         return self.blocker(ex, run) < 0
