@@ -52,3 +52,16 @@ def test_round_hook_called_periodically_until_done() -> None:
     res = sim.run()
     assert res.jobs[0].finish == pytest.approx(25.0)
     assert calls == [5.0, 12.0, 19.0]  # the first round at the first arrival
+
+
+def test_job_level_zero_time_job_finishes_at_once() -> None:
+    from ddlsched import simulate
+
+    free = ModelProfile("free", 0.0, 1000.0, 16, 0.0, 0.0)
+    res = simulate(
+        Cluster.homogeneous(1, 2),
+        [JobSpec(0, 3.0, 2, 10, free)],
+        "srsf1",
+        settings={"granularity": "job"},
+    )
+    assert res.jobs[0].finish == pytest.approx(3.0)

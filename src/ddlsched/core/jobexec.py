@@ -114,7 +114,8 @@ class JobExecutor:
     def _advance(self, f: _Flow) -> None:
         now = self.sim.now
         if now > f.last:
-            f.done = min(f.done + (now - f.last) * f.rate, float(f.job.spec.iterations))
+            step = (now - f.last) * f.rate if f.rate != float("inf") else f.job.spec.iterations
+            f.done = min(f.done + step, float(f.job.spec.iterations))
             self.busy += (now - f.last) * f.gpu_share
             f.last = now
 
@@ -135,10 +136,10 @@ class JobExecutor:
             t_iter = self.rate_model.iteration_time(f.job, self)
             residents = self.sim.residents
             f.gpu_share = sum(1.0 / len(residents[g]) for g in f.job.gpus)
-            f.rate = 1.0 / t_iter
+            f.rate = 1.0 / t_iter if t_iter > 0 else float("inf")
             f.ver += 1
             left = f.job.spec.iterations - f.done
-            self.sim.at(start + left * t_iter, self._done, f, f.ver)
+            self.sim.at(start + left * t_iter if t_iter > 0 else start, self._done, f, f.ver)
         self._affected.clear()
 
     def _done(self, f: _Flow, ver: int) -> None:
