@@ -9,7 +9,9 @@ ready all-reduce may start; running all-reduces share each server's link fluidly
 
 Exact shortcuts keep the event count low without changing any outcome:
 * a job alone on all its GPUs runs the compute phase of an iteration as one gang task;
-* a single-server job alone on its GPUs runs all its remaining iterations as one macro task.
+* a single-server job alone on its GPUs runs all its remaining iterations as one macro task;
+* on a shared GPU, forward + backward run as one task when no other resident can have a ready
+  task before the forward ends (``_can_fuse``).
 Each shortcut is split back into the exact task sequence the moment another job lands on one of
 its GPUs (the new job can only win a GPU at the next task boundary, which the split preserves).
 """
