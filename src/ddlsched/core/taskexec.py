@@ -200,6 +200,7 @@ class TaskExecutor:
         self.runs: dict[int, Run] = {}
         self.gpu_run: list[Run | None] = [None] * n  # who computes on the GPU now
         self.gpu_runs: list[list[Run]] = [[] for _ in range(n)]  # runs resident on the GPU
+        self.ready = [0] * n  # workers with a ready task per GPU (an idle GPU with 0 skips)
         self.gpu_task: list[tuple[int, float, float]] = [(-1, 0.0, 0.0)] * n  # kind, start, end
         self.gpu_ver = [0] * n
         self.server_comms: list[list[Run]] = [[] for _ in range(sim.cluster.num_servers)]
@@ -230,6 +231,8 @@ class TaskExecutor:
                 run.wstate[g] = INACTIVE
             self.sim.at(self.sim.now + delay, self._activate, run)
         else:
+            for g in run.gpus:
+                self.ready[g] += 1
             self._dirty_gpus.update(run.gpus)
 
     def stop(self, job: JobState) -> None:
@@ -289,6 +292,7 @@ class TaskExecutor:
     def _activate(self, run: Run) -> None:
         for g in run.gpus:
             run.wstate[g] = F_READY
+            self.ready[g] += 1
         self._dirty_gpus.update(run.gpus)
 
     # ------------------------------------------------------------------ end of instant
@@ -300,15 +304,16 @@ class TaskExecutor:
         dirty_set = self._dirty_gpus
         if dirty_set:
             gpu_run = self.gpu_run
+            ready = self.ready
             if len(dirty_set) == 1:
                 g = dirty_set.pop()
-                if gpu_run[g] is None:
+                if gpu_run[g] is None and ready[g]:
                     self._pick(g)
                 return
             dirty = sorted(dirty_set)
             dirty_set.clear()
             for g in dirty:
-                if gpu_run[g] is None:
+                if gpu_run[g] is None and ready[g]:
                     self._pick(g)
 
     # ------------------------------------------------------------------ compute
@@ -344,8 +349,10 @@ class TaskExecutor:
                 kind, end = K_MACRO, quantize(now + r.compute_left() * NS)
             r.gang, r.gang_start, r.gang_end = kind, now, end
             r.ver += 1
+            ready = self.ready
             for h in r.gpus:
                 r.wstate[h] = RUNNING
+                ready[h] -= 1
                 self.gpu_run[h] = r
             self.sim.at(end, self._gang_done, r, r.ver)
         else:
@@ -358,6 +365,7 @@ class TaskExecutor:
 
     def _start_task(self, g: int, r: Run, kind: int, start: float, end: float) -> None:
         r.wstate[g] = RUNNING
+        self.ready[g] -= 1
         self.gpu_run[g] = r
         self.gpu_task[g] = (kind, start, end)
         ver = self.gpu_ver[g] + 1
@@ -376,6 +384,7 @@ class TaskExecutor:
         if kind == 0:  # K_F
             r.svc -= r.tfs
             r.wstate[g] = B_READY
+            self.ready[g] += 1
             return
         if kind == K_FB:
             del r.fused[g]
@@ -403,6 +412,7 @@ class TaskExecutor:
             r.svc -= r.G * r.tfs
             for h in r.gpus:
                 r.wstate[h] = B_READY
+                self.ready[h] += 1
             return
         r.svc -= r.G * (r.tbs if kind == K_GANG_B else r.tfs + r.tbs)
         for h in r.gpus:
@@ -471,8 +481,10 @@ class TaskExecutor:
             self._finish(r)
             return
         r.set_scale()
+        ready = self.ready
         for h in r.gpus:
             r.wstate[h] = F_READY
+            ready[h] += 1
         r.pending = r.G
         self._dirty_gpus.update(r.gpus)
 
