@@ -356,3 +356,47 @@ def test_reproduce_writes_table_and_plot(tmp_path: Path) -> None:
 def test_reproduce_unknown_experiment() -> None:
     r = ddl("reproduce", "wang21-table9", "--out", "/tmp/nowhere")
     assert r.returncode == 2 and "wang20-table4" in r.stderr
+
+
+@pytest.mark.parametrize("command", ["run", "reproduce"])
+def test_ctrl_c_exits_cleanly_and_leaves_no_results(tmp_path: Path, command: str) -> None:
+    import signal
+    import time
+
+    out = tmp_path / "out"
+    if command == "run":  # the exact-granularity wang20 run takes many seconds
+        args = [
+            "run",
+            "--cluster",
+            "wang20",
+            "--workload",
+            "wang20",
+            "--policy",
+            "ada-srsf",
+            "--out",
+            str(out),
+        ]
+    else:
+        args = [
+            "reproduce",
+            "wang20-table5",
+            "--variant",
+            "exact",
+            "--seeds",
+            "2",
+            "--out",
+            str(out),
+        ]
+    p = subprocess.Popen(
+        [sys.executable, "-m", "ddlsched.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(4.0)  # past start-up (imports); the work itself lasts well over 10 s
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130
+    assert "Traceback" not in err
+    assert err.strip() == "ddlsched: interrupted"
+    assert not (out / "summary.json").exists() and not (out / "table.csv").exists()
