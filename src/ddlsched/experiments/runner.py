@@ -9,9 +9,10 @@ writes ``table.csv``, ``table.md`` and, where the paper has a figure, a PNG.
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -161,6 +162,11 @@ def run_experiment(
     return table
 
 
+def _worker_init() -> None:
+    """Workers leave Ctrl-C to the parent, which stops them (no stray tracebacks)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _map(fn, items, workers, progress):
     n = workers if workers is not None else (os.cpu_count() or 1)
     done = 0
@@ -172,12 +178,19 @@ def _map(fn, items, workers, progress):
             if progress:
                 progress(done, len(items))
         return results
-    with ProcessPoolExecutor(max_workers=n) as pool:
-        for r in pool.map(fn, items):
+    pool = multiprocessing.Pool(processes=min(n, len(items)), initializer=_worker_init)
+    try:
+        for r in pool.imap(fn, items):  # ordered: results do not depend on the worker count
             results.append(r)
             done += 1
             if progress:
                 progress(done, len(items))
+        pool.close()
+    except BaseException:
+        pool.terminate()  # Ctrl-C or an error: stop the workers now, write nothing
+        raise
+    finally:
+        pool.join()
     return results
 
 
