@@ -360,6 +360,7 @@ def test_reproduce_unknown_experiment() -> None:
 
 @pytest.mark.parametrize("command", ["run", "reproduce"])
 def test_ctrl_c_exits_cleanly_and_leaves_no_results(tmp_path: Path, command: str) -> None:
+    import os
     import signal
     import time
 
@@ -392,9 +393,10 @@ def test_ctrl_c_exits_cleanly_and_leaves_no_results(tmp_path: Path, command: str
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,
     )
     time.sleep(4.0)  # past start-up (imports); the work itself lasts well over 10 s
-    p.send_signal(signal.SIGINT)
+    os.killpg(p.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole process group
     _, err = p.communicate(timeout=120)
     assert p.returncode == 130
     assert "Traceback" not in err
