@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 import matplotlib
@@ -35,14 +36,7 @@ def bar_chart(exp, table: list[dict], out: Path, metric: str = "avg_jct") -> Pat
             range(len(rows)), paper, marker="_", s=600, color="black", zorder=3, label="paper"
         )
     ax.set_xticks(range(len(rows)), rows)
-    ax.set_ylabel(metric.replace("_", " ") + (" (s)" if "jct" in metric else ""))
-    ax.set_title(exp.name)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = out / f"{exp.name}.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, exp.name, metric, out)
 
 
 def line_chart(
@@ -64,11 +58,21 @@ def line_chart(
         )
     ax.set_xticks(list(xs), rows)
     ax.set_xlabel(xlabel)
+    return _save(fig, ax, exp.name, metric, out)
+
+
+def _save(fig, ax, name: str, metric: str, out: Path) -> Path:
+    """Label, title and legend, then write ``out/NAME.png`` atomically (temp file + rename)."""
     ax.set_ylabel(metric.replace("_", " ") + (" (s)" if "jct" in metric else ""))
-    ax.set_title(exp.name)
+    ax.set_title(name)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    path = out / f"{exp.name}.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    path = out / f"{name}.png"
+    tmp = out / f".{name}.png.tmp"
+    try:
+        fig.savefig(tmp, dpi=120, format="png")
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)
     return path
