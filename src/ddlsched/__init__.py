@@ -9,7 +9,7 @@ A user composes a few names::
 
 __version__ = "0.1.0"
 
-from .api import Settings, build_simulator, simulate  # noqa: E402
+from .api import Settings, build_simulator, simulate, simulate_named  # noqa: E402
 from .core.cluster import Cluster, Server  # noqa: E402
 from .core.cluster_io import load_cluster, read_cluster  # noqa: E402
 from .core.job import JobSpec, ModelProfile  # noqa: E402
@@ -36,6 +36,7 @@ __all__ = [
     "read_cluster",
     "read_workload",
     "simulate",
+    "simulate_named",
     "write_result",
     "write_workload_csv",
 ]

@@ -11,7 +11,7 @@ from .core.jobexec import JobExecutor, WangJobLevel
 from .core.results import SimResult
 from .core.simulator import Simulator
 from .core.taskexec import TaskExecutor
-from .errors import InputError
+from .errors import InputError, suggest
 from .perf.contention import LinearContention
 from .policies.registry import make_policy
 
@@ -37,12 +37,10 @@ class Settings:
         out: dict[str, object] = {}
         for key, raw in values.items():
             if key not in known:
-                import difflib
-
-                close = difflib.get_close_matches(key, known, n=1)
-                hint = f" (did you mean '{close[0]}'?)" if close else ""
                 raise InputError(
-                    f"unknown setting{hint}; known: {', '.join(known)}", source=source, field=key
+                    f"unknown setting{suggest(key, known)}; known: {', '.join(known)}",
+                    source=source,
+                    field=key,
                 )
             default = known[key].default
             try:
@@ -112,6 +110,30 @@ def build_simulator(
         max_jobs_per_gpu=settings.max_jobs_per_gpu or None,
         restart_delay=settings.restart_delay,
         progress=progress,
+    )
+
+
+def simulate_named(
+    cluster: str,
+    workload: str,
+    policy: str = "ada-srsf",
+    *,
+    placement: str | None = None,
+    seed: int = 0,
+    settings: Settings | Mapping[str, object] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SimResult:
+    """``simulate`` from a cluster preset/file and a workload preset/file, checking that every
+    job can fit (the path of ``ddlsched run`` and of every experiment run)."""
+    from .core.cluster_io import load_cluster
+    from .workloads.io import validate_fits
+    from .workloads.presets import load_workload
+
+    cl = load_cluster(cluster)
+    jobs = load_workload(workload, seed=seed)
+    validate_fits(jobs, cl, workload)
+    return simulate(
+        cl, jobs, policy, placement=placement, seed=seed, settings=settings, progress=progress
     )
 
 

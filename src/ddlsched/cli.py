@@ -22,21 +22,15 @@ def _parse_sets(items: Sequence[str]) -> dict[str, str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .api import Settings, simulate
-    from .core.cluster_io import load_cluster
+    from .api import Settings, simulate_named
     from .core.results import write_result
     from .progress import ProgressBar
-    from .workloads.io import validate_fits
-    from .workloads.presets import load_workload
 
     settings = Settings.from_mapping(_parse_sets(args.set or []))
-    cluster = load_cluster(args.cluster)
-    jobs = load_workload(args.workload, seed=args.seed)
-    validate_fits(jobs, cluster, args.workload)
     bar = ProgressBar(f"{args.policy}", enabled=None if not args.quiet else False)
-    res = simulate(
-        cluster,
-        jobs,
+    res = simulate_named(
+        args.cluster,
+        args.workload,
         args.policy,
         placement=args.placement,
         seed=args.seed,

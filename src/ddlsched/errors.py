@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class InputError(Exception):
     """Invalid user input (trace, cluster file, config, CLI value).
@@ -33,3 +36,14 @@ class InputError(Exception):
             where.append(f"field '{self.field}'")
         prefix = ", ".join(where)
         return f"{prefix}: {self.message}" if prefix else self.message
+
+
+def suggest(name: str, valid: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest valid name, or ``""``."""
+    close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def quote(text: str) -> str:
+    """``'text'`` for messages; escapes newlines and other control characters."""
+    return f"'{text}'" if text.isprintable() else repr(text)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 import math
 import re
@@ -14,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import InputError
+from ..errors import InputError, quote, suggest
 from .cluster import Cluster, Server
 
 
@@ -59,15 +58,6 @@ _POSITIVE_NUMBERS = ("gpu_memory_mb", "intra_bandwidth_gbps", "network_bandwidth
 MAX_GPUS = 1_000_000
 
 Path_ = tuple[str | int, ...]
-
-
-def _quote(text: str) -> str:
-    return f"'{text}'" if text.isprintable() else repr(text)
-
-
-def _suggest(name: str, valid: tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def _field_name(path: Path_) -> str:
@@ -196,7 +186,7 @@ def _type_name(v: Any) -> str:
     if isinstance(v, bool):
         return "a boolean"
     if isinstance(v, str):
-        return f"a string ({_quote(v)})"
+        return f"a string ({quote(v)})"
     if isinstance(v, dict):
         return "a table"
     if isinstance(v, list):
@@ -238,7 +228,7 @@ def _server_fields(table: Any, path: Path_, ctx: _Ctx, allowed: tuple[str, ...])
         p = path + (key,)
         if key not in allowed:
             raise ctx.error(
-                f"unknown key {_quote(str(key))}{_suggest(str(key), allowed)}; "
+                f"unknown key {quote(str(key))}{suggest(str(key), allowed)}; "
                 f"valid keys: {', '.join(allowed)}",
                 p,
             )
@@ -267,7 +257,7 @@ def _build_cluster(data: Any, ctx: _Ctx, default_name: str) -> Cluster:
     for key in data:
         if key not in _TOP_KEYS:
             raise ctx.error(
-                f"unknown key {_quote(str(key))}{_suggest(str(key), _TOP_KEYS)}; "
+                f"unknown key {quote(str(key))}{suggest(str(key), _TOP_KEYS)}; "
                 f"valid keys: {', '.join(_TOP_KEYS)}",
                 (key,),
             )
@@ -374,7 +364,7 @@ def load_cluster(spec: str) -> Cluster:
     if Path(spec).exists():
         return read_cluster(spec)
     presets = ", ".join(CLUSTER_PRESETS)
-    hint = _suggest(spec.strip().lower(), tuple(CLUSTER_PRESETS))
+    hint = suggest(spec.strip().lower(), tuple(CLUSTER_PRESETS))
     raise InputError(
         f"unknown cluster '{spec}'{hint}: not a preset ({presets}) and no such file",
         field="cluster",

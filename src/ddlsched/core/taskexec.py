@@ -617,7 +617,3 @@ class TaskExecutor:
                     end = now + q.lat_left + q.bytes_left * pb
                     self.sim.at(end, self._comm_done, q, q.comm_ver)
         self._affected_servers.clear()
-
-    def contention(self, r: Run) -> int:
-        """k for ``r``: the most all-reduces running on any of its servers."""
-        return max(len(self.server_comms[s]) for s in r.servers)

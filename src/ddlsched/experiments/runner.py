@@ -19,9 +19,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from ..core.cluster_io import load_cluster
 from ..core.results import atomic_write_text, csv_text
-from ..workloads.presets import load_workload
 
 TABLE_COLUMNS = [
     "experiment",
@@ -76,13 +74,11 @@ class Task:
 
 def run_task(task: Task) -> dict[str, float]:
     """Run one simulation and return its summary (the unit of work of every runner)."""
-    from ..api import simulate
+    from ..api import simulate_named
 
-    cluster = load_cluster(task.cluster)
-    jobs = load_workload(task.workload, seed=task.seed)
-    res = simulate(
-        cluster,
-        jobs,
+    res = simulate_named(
+        task.cluster,
+        task.workload,
         task.policy,
         placement=task.placement,
         seed=task.seed,

@@ -27,8 +27,6 @@ class CommGate(Protocol):
 
     def start_watch(self, ex: TaskExecutor, run: Run, block: int) -> Sequence[int]: ...
 
-    def allow(self, ex: TaskExecutor, run: Run) -> bool: ...
-
 
 @dataclass(frozen=True)
 class SrsfN:
@@ -53,9 +51,6 @@ class SrsfN:
 
     def start_watch(self, ex: TaskExecutor, run: Run, block: int) -> Sequence[int]:
         return ()  # more all-reduces never open SRSF(n)
-
-    def allow(self, ex: TaskExecutor, run: Run) -> bool:
-        return self.blocker(ex, run) < 0
 
 
 @dataclass(frozen=True)
@@ -98,9 +93,6 @@ class AdaDual:
             return ()
         servers = run.servers
         return servers[: servers.index(block)]
-
-    def allow(self, ex: TaskExecutor, run: Run) -> bool:
-        return self.blocker(ex, run) < 0
 
 
 GATES = {

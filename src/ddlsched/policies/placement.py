@@ -92,8 +92,7 @@ class LeastWorkloadFirst:
         if n <= self.kappa:
             return ListScheduling().select(job, sim)
         cluster = sim.cluster
-        fits = sim.fits
-        if sum(1 for g in range(cluster.num_gpus) if fits(job, g)) < n:
+        if len(_available(job, sim)) < n:
             return None
         load = sim.gpu_loads()
         server_load = [
@@ -102,7 +101,7 @@ class LeastWorkloadFirst:
         server_load.sort()
         chosen: list[int] = []
         for _, s in server_load:
-            gpus = [g for g in cluster.gpus_of_server(s) if fits(job, g)]
+            gpus = [g for g in cluster.gpus_of_server(s) if sim.fits(job, g)]
             gpus.sort(key=lambda g: (load[g], g))
             chosen.extend(gpus[: n - len(chosen)])
             if len(chosen) == n:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import bisect
 import csv
 import dataclasses
-import difflib
 import io
 import json
 import math
@@ -21,7 +20,7 @@ from typing import Any
 from ..core.cluster import Cluster
 from ..core.job import JobSpec, ModelProfile
 from ..core.results import atomic_write_text, csv_text
-from ..errors import InputError
+from ..errors import InputError, quote, suggest
 from ..perf.models import WANG20_MODELS, builtin_model
 
 #: Columns every job must give.
@@ -45,12 +44,6 @@ _INT_FIELDS = frozenset({"job_id", "num_gpus", "iterations", "batch_size"})
 # --------------------------------------------------------------------------------------------
 
 
-def suggest(name: str, valid: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` for the closest valid name, or ``""``."""
-    close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
-
-
 class _Where:
     """Where a record came from: source path, a line lookup per field, and a message prefix."""
 
@@ -69,14 +62,9 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, str) and value.strip() == "")
 
 
-def _quote(text: str) -> str:
-    """``'text'`` for messages; escapes newlines and other control characters."""
-    return f"'{text}'" if text.isprintable() else repr(text)
-
-
 def _describe(value: Any) -> str:
     if isinstance(value, str):
-        return _quote(value)
+        return quote(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, dict)):
@@ -177,7 +165,7 @@ def _make_profile(
             builtins = ", ".join(sorted(WANG20_MODELS))
             hint = suggest(model_name.lower(), WANG20_MODELS)
             raise where.error(
-                f"model {_quote(model_name)} is not built-in{hint}; a custom model needs all of "
+                f"model {quote(model_name)} is not built-in{hint}; a custom model needs all of "
                 f"{', '.join(PROFILE_COLUMNS)} (missing: {', '.join(missing)}); "
                 f"built-in models: {builtins}",
                 missing[0],
@@ -249,7 +237,7 @@ def _check_header(header: list[str], source: str, line: int) -> None:
             raise InputError("empty column name in header", source=source, line=line)
         if name not in ALL_COLUMNS:
             raise InputError(
-                f"unknown column {_quote(name)}{suggest(name, ALL_COLUMNS)}; "
+                f"unknown column {quote(name)}{suggest(name, ALL_COLUMNS)}; "
                 f"valid columns: {', '.join(ALL_COLUMNS)}",
                 source=source,
                 line=line,
@@ -257,7 +245,7 @@ def _check_header(header: list[str], source: str, line: int) -> None:
             )
         if name in seen:
             raise InputError(
-                f"duplicate column {_quote(name)}", source=source, line=line, field=name
+                f"duplicate column {quote(name)}", source=source, line=line, field=name
             )
         seen.add(name)
     for name in REQUIRED_COLUMNS:
@@ -315,7 +303,7 @@ def _read_json(text: str, source: str) -> list[JobSpec]:
         for key in data:
             if key != "jobs":
                 raise InputError(
-                    f"unknown top-level key {_quote(key)}{suggest(key, ['jobs'])}; "
+                    f"unknown top-level key {quote(key)}{suggest(key, ['jobs'])}; "
                     'expected a list of jobs or {"jobs": [...]}',
                     source=source,
                     line=_line_of_key(text, key, 0, len(text)),
@@ -364,7 +352,7 @@ def _read_json(text: str, source: str) -> list[JobSpec]:
         for key in item:
             if key not in ALL_COLUMNS:
                 raise where.error(
-                    f"unknown field {_quote(key)}{suggest(key, ALL_COLUMNS)}; "
+                    f"unknown field {quote(key)}{suggest(key, ALL_COLUMNS)}; "
                     f"valid fields: {', '.join(ALL_COLUMNS)}",
                     key,
                 )
@@ -415,16 +403,6 @@ def read_workload(path: str | Path) -> list[JobSpec]:
     return sorted(jobs, key=lambda j: (j.arrival, j.job_id))
 
 
-def _fmt(x: float | int) -> str:
-    """Shortest text that reads back to exactly ``x``."""
-    if isinstance(x, int) and not isinstance(x, bool):
-        return str(x)
-    x = float(x)
-    if x.is_integer() and abs(x) < 1e15:
-        return str(int(x))
-    return repr(x)
-
-
 def write_workload_csv(jobs: Iterable[JobSpec], path: str | Path) -> None:
     """Write jobs as a workload CSV with every column (round-trips through :func:`read_workload`).
 
@@ -433,15 +411,15 @@ def write_workload_csv(jobs: Iterable[JobSpec], path: str | Path) -> None:
     rows = [
         [
             j.job_id,
-            _fmt(j.arrival),
+            j.arrival,
             j.num_gpus,
             j.iterations,
             j.model.name,
-            _fmt(j.model.size_mb),
-            _fmt(j.model.memory_mb),
+            j.model.size_mb,
+            j.model.memory_mb,
             j.model.batch_size,
-            _fmt(j.model.t_forward),
-            _fmt(j.model.t_backward),
+            j.model.t_forward,
+            j.model.t_backward,
         ]
         for j in jobs
     ]
