@@ -264,7 +264,7 @@ def test_json_structure_errors(tmp_path: Path) -> None:
 
 
 def test_validate_fits() -> None:
-    cluster = CLUSTER_PRESETS["tiny"]()
+    cluster = CLUSTER_PRESETS["tiny"](0)
     ok = [JobSpec(1, 0, 8, 1, WANG20_MODELS["vgg16"])]
     validate_fits(ok, cluster, "w.csv")
 
@@ -330,12 +330,12 @@ servers:
 
 
 def test_presets() -> None:
-    w = CLUSTER_PRESETS["wang20"]()
+    w = CLUSTER_PRESETS["wang20"](0)
     assert w == Cluster.homogeneous(
         16, 4, name="wang20", gpu_memory_mb=16384.0, network_bandwidth_gbps=10.0, gpu_type="V100"
     )
     assert w.num_gpus == 64 and w.num_servers == 16
-    t = CLUSTER_PRESETS["tiny"]()
+    t = CLUSTER_PRESETS["tiny"](0)
     assert t.num_gpus == 8 and t.name == "tiny" and t.servers[0].gpu_memory_mb == 16384.0
     assert load_cluster("wang20") == w
     assert load_cluster("TINY") == t

@@ -13,6 +13,8 @@ from .core.simulator import Simulator
 from .core.taskexec import TaskExecutor
 from .errors import InputError, suggest
 from .perf.contention import LinearContention
+from .perf.rar import DEGRADATIONS, RarModel, RarRate
+from .planning import PLANNER_NAMES, PlannerParams, PlanningError, PlanPolicy, make_planner
 from .policies.registry import make_policy
 
 
@@ -29,6 +31,21 @@ class Settings:
     max_jobs_per_gpu: int = 0  # 0 = limited by memory only
     restart_delay: float = 0.0
     shortcuts: bool = True  # exact event-saving shortcuts of the iteration level (for checking)
+    # performance model: auto = the policy's paper (Wang's for online presets, Yu's RAR model
+    # for planners); rar = Yu Eq. 6–8 at job granularity for any policy
+    model: str = "auto"
+    xi1: float = RarModel.xi1
+    xi2: float = RarModel.xi2
+    alpha: float = RarModel.alpha
+    reduction_speed: float = RarModel.reduction_speed
+    rar_f: str = "linear"  # f(α, k): linear | fair
+    time_slots: bool = False  # Yu's ⌊1/τ⌋ iterations per 1 s slot instead of fluid progress
+    # planners (Yu Alg. 1–3)
+    horizon: float = PlannerParams.horizon  # T
+    u: float = PlannerParams.u
+    lam: float = PlannerParams.lam  # λ of LBSGF
+    bco_kappa: int = PlannerParams.kappa  # 0: search κ = 1..max G; k: only κ = k
+    estimate: str = PlannerParams.estimate  # start | isolated
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, object], source: str = "--set") -> Settings:
@@ -70,13 +87,49 @@ class Settings:
         for name in ("iterations_per_task", "kappa"):
             if getattr(self, name) < 1:
                 raise InputError("must be ≥ 1", source=source, field=name)
-        for name in ("a", "b", "eta", "restart_delay", "max_jobs_per_gpu"):
+        for name in ("a", "b", "eta", "restart_delay", "max_jobs_per_gpu", "xi2", "alpha"):
             if getattr(self, name) < 0:
                 raise InputError("must be ≥ 0", source=source, field=name)
+        for name in ("xi1", "reduction_speed", "u"):
+            if not getattr(self, name) > 0:
+                raise InputError("must be > 0", source=source, field=name)
+        if self.bco_kappa < 0:
+            raise InputError("must be ≥ 0 (0 searches every κ)", source=source, field="bco_kappa")
+        if self.lam < 1:
+            raise InputError("must be ≥ 1", source=source, field="lam")
+        if self.horizon < 1:
+            raise InputError("must be ≥ 1", source=source, field="horizon")
+        for name, allowed in (
+            ("model", ("auto", "wang", "rar")),
+            ("rar_f", tuple(DEGRADATIONS)),
+            ("estimate", ("start", "isolated")),
+        ):
+            if getattr(self, name) not in allowed:
+                raise InputError(f"must be one of {', '.join(allowed)}", source=source, field=name)
 
     @property
     def contention(self) -> LinearContention:
         return LinearContention(a=self.a, b=self.b, eta=self.eta)
+
+    @property
+    def rar(self) -> RarModel:
+        return RarModel(
+            xi1=self.xi1,
+            xi2=self.xi2,
+            alpha=self.alpha,
+            reduction_speed=self.reduction_speed,
+            f=DEGRADATIONS[self.rar_f],
+        )
+
+    @property
+    def planner(self) -> PlannerParams:
+        return PlannerParams(
+            horizon=self.horizon,
+            u=self.u,
+            lam=self.lam,
+            kappa=self.bco_kappa,
+            estimate=self.estimate,
+        )
 
 
 def build_simulator(
@@ -91,12 +144,18 @@ def build_simulator(
 ) -> Simulator:
     """Compose policy, executor and engine for one run (no I/O)."""
     settings = settings or Settings()
+    if policy.lower() in PLANNER_NAMES:
+        return _build_planned(cluster, jobs, policy.lower(), seed, settings, progress)
     try:
         pol = make_policy(policy, placement, settings.kappa)
     except KeyError as e:
         raise InputError(f"unknown {e.args[0]}; see `ddlsched list`") from None
-    if settings.granularity == "iteration":
-        executor: TaskExecutor | JobExecutor = TaskExecutor(
+    if settings.model == "rar":
+        executor: TaskExecutor | JobExecutor = JobExecutor(
+            RarRate(settings.rar, settings.time_slots)
+        )
+    elif settings.granularity == "iteration":
+        executor = TaskExecutor(
             settings.contention, pol.gate, settings.iterations_per_task, settings.shortcuts
         )
     else:
@@ -111,6 +170,36 @@ def build_simulator(
         restart_delay=settings.restart_delay,
         progress=progress,
     )
+
+
+def _build_planned(
+    cluster: Cluster,
+    jobs: Sequence[JobSpec],
+    name: str,
+    seed: int,
+    settings: Settings,
+    progress: Callable[[int, int], None] | None,
+) -> Simulator:
+    """An offline planner's plan executed at job level under Yu's RAR model (Eq. 6–8)."""
+    if settings.model == "wang":
+        raise InputError(
+            "planners run under Yu's RAR model; use model=auto or model=rar",
+            source="--set",
+            field="model",
+        )
+    pol = PlanPolicy(make_planner(name, settings.planner), settings.rar)
+    try:
+        return Simulator(
+            cluster,
+            jobs,
+            pol,  # type: ignore[arg-type]
+            JobExecutor(RarRate(settings.rar, settings.time_slots)),
+            seed=seed,
+            max_jobs_per_gpu=1,
+            progress=progress,
+        )
+    except PlanningError as e:
+        raise InputError(str(e), source="--set", field="horizon") from None
 
 
 def simulate_named(
@@ -129,7 +218,7 @@ def simulate_named(
     from .workloads.io import validate_fits
     from .workloads.presets import load_workload
 
-    cl = load_cluster(cluster)
+    cl = load_cluster(cluster, seed)
     jobs = load_workload(workload, seed=seed)
     validate_fits(jobs, cl, workload)
     return simulate(

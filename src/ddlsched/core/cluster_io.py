@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from ..errors import InputError, quote, suggest
@@ -43,12 +44,40 @@ def _wang20_32gb() -> Cluster:
     )
 
 
-#: Named clusters usable wherever a cluster file is accepted.
-CLUSTER_PRESETS: dict[str, Callable[[], Cluster]] = {
-    "wang20": _wang20,
-    "wang20-32gb": _wang20_32gb,
-    "tiny": _tiny,
+#: yu22 links (our choice, docs/models.md): network b_e and intra-server b_i in Gb/s
+YU22_NETWORK_GBPS = 10.0
+YU22_INTRA_GBPS = 100.0
+YU22_GPU_CHOICES = (4, 8, 16, 32)
+
+
+def yu22_cluster(seed: int = 0, num_servers: int = 20) -> Cluster:
+    """Yu et al. §7: 20 servers, each with GPUs drawn uniformly from {4, 8, 16, 32} (seeded).
+    Fewer servers take the first ``num_servers`` of the same draw, so clusters are nested."""
+    rng = np.random.default_rng((22, seed))
+    counts = rng.choice(YU22_GPU_CHOICES, size=max(num_servers, 20))[:num_servers]
+    return Cluster(
+        servers=tuple(
+            Server(
+                num_gpus=int(c),
+                gpu_memory_mb=16384.0,
+                intra_bandwidth_gbps=YU22_INTRA_GBPS,
+                network_bandwidth_gbps=YU22_NETWORK_GBPS,
+            )
+            for c in counts
+        ),
+        name="yu22" if num_servers == 20 else f"yu22-{num_servers}",
+    )
+
+
+#: Named clusters usable wherever a cluster file is accepted (called with the run's seed).
+CLUSTER_PRESETS: dict[str, Callable[[int], Cluster]] = {
+    "wang20": lambda seed: _wang20(),
+    "wang20-32gb": lambda seed: _wang20_32gb(),
+    "tiny": lambda seed: _tiny(),
+    "yu22": yu22_cluster,
 }
+#: ``yu22-N``: the yu22 draw cut to its first N servers
+_SIZED = re.compile(r"^yu22-(\d+)$")
 
 SERVER_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Server))
 _TOP_KEYS = ("name", "defaults", "servers")
@@ -353,14 +382,22 @@ def read_cluster(path: str | Path) -> Cluster:
     return _build_cluster(_parse(text, source, fmt), ctx, default_name=path.stem)
 
 
-def load_cluster(spec: str) -> Cluster:
-    """A preset by name (``wang20``, ``tiny``; case-insensitive) or a cluster file path.
+def load_cluster(spec: str, seed: int = 0) -> Cluster:
+    """A preset by name (``wang20``, ``tiny``, ``yu22``, ``yu22-N``; case-insensitive; seeded
+    presets use ``seed``) or a cluster file path.
 
     Preset names win over a file of the same name; write ``./wang20`` to force the file.
     """
-    factory = CLUSTER_PRESETS.get(spec.strip().lower())
+    name = spec.strip().lower()
+    factory = CLUSTER_PRESETS.get(name)
     if factory is not None:
-        return factory()
+        return factory(seed)
+    sized = _SIZED.match(name)
+    if sized:
+        n = int(sized.group(1))
+        if not 1 <= n <= 1000:
+            raise InputError("yu22-N needs 1 ≤ N ≤ 1000 servers", field="cluster")
+        return yu22_cluster(seed, n)
     if Path(spec).exists():
         return read_cluster(spec)
     presets = ", ".join(CLUSTER_PRESETS)

@@ -8,6 +8,7 @@ interference) plug in here.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Protocol
 
 from ..perf.contention import MB, LinearContention
@@ -38,7 +39,7 @@ class WangJobLevel:
         share = max(len(sim.residents[g]) for g in job.gpus)
         t = job.spec.model.t_compute * share
         if job.cross_server:
-            k = max(ex.cross_jobs[s] for s in job.servers)
+            k = max(len(ex.cross_on[s]) for s in job.servers)
             t += self.model.time(job.spec.model.size_mb * MB, k)
         return t
 
@@ -66,7 +67,10 @@ class JobExecutor:
     def attach(self, sim: Simulator) -> None:
         self.sim = sim
         self.flows: dict[int, _Flow] = {}
-        self.cross_jobs = [0] * sim.cluster.num_servers
+        #: per server: ids of the running cross-server jobs that use it (Yu's p_j, Wang's k)
+        self.cross_on: list[set[int]] = [set() for _ in range(sim.cluster.num_servers)]
+        #: the rate model's time slot (Yu's per-slot accounting): finishes round up to it
+        self.slot: float | None = getattr(self.rate_model, "slot", None)
         self._affected: set[int] = set()
         self.busy = 0.0
 
@@ -80,9 +84,8 @@ class JobExecutor:
             for j in sim.residents[g]:
                 self._affected.add(j.job_id)
         if job.cross_server:
-            for f in self.flows.values():
-                if f.job.cross_server and set(f.job.servers) & set(job.servers):
-                    self._affected.add(f.job.job_id)
+            for s in job.servers:
+                self._affected.update(self.cross_on[s])
         self._affected.add(job.job_id)
 
     def start(self, job: JobState, delay: float) -> None:
@@ -90,7 +93,7 @@ class JobExecutor:
         self.flows[job.job_id] = f
         if job.cross_server:
             for s in job.servers:
-                self.cross_jobs[s] += 1
+                self.cross_on[s].add(job.job_id)
         self._touch(job)
 
     def stop(self, job: JobState) -> None:
@@ -100,7 +103,7 @@ class JobExecutor:
         job.iterations_left = max(job.spec.iterations - int(f.done + 1e-9), 0)
         if job.cross_server:
             for s in job.servers:
-                self.cross_jobs[s] -= 1
+                self.cross_on[s].discard(job.job_id)
         self._touch(job)
         self._affected.discard(job.job_id)
 
@@ -139,7 +142,10 @@ class JobExecutor:
             f.rate = 1.0 / t_iter if t_iter > 0 else float("inf")
             f.ver += 1
             left = f.job.spec.iterations - f.done
-            self.sim.at(start + left * t_iter if t_iter > 0 else start, self._done, f, f.ver)
+            end = start + left * t_iter if t_iter > 0 else start
+            if self.slot:  # a job completes at the end of the slot where its last iteration ends
+                end = math.ceil(end / self.slot - 1e-9) * self.slot
+            self.sim.at(end, self._done, f, f.ver)
         self._affected.clear()
 
     def _done(self, f: _Flow, ver: int) -> None:
@@ -151,7 +157,7 @@ class JobExecutor:
         job = f.job
         if job.cross_server:
             for s in job.servers:
-                self.cross_jobs[s] -= 1
+                self.cross_on[s].discard(job.job_id)
         self._touch(job)
         self._affected.discard(job.job_id)
         self.sim.job_finished(job)

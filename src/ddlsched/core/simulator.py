@@ -235,4 +235,8 @@ class Simulator:
                 f"simulation ended with {len(unfinished)} unfinished jobs "
                 f"(first: {unfinished[:5]}); a job may never fit"
             )
-        return build_result(self.cluster, self.jobs, self.executor.busy_gpu_seconds())
+        res = build_result(self.cluster, self.jobs, self.executor.busy_gpu_seconds())
+        extras = getattr(self.policy, "summary_extras", None)
+        if extras is not None:
+            res.summary.update(extras(self))
+        return res
