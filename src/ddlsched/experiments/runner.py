@@ -58,6 +58,10 @@ class Experiment:
     plot: Callable[[Experiment, list[dict], Path], Path | None] | None = None
     default_seeds: int = 5
     notes: str = ""
+    #: experiments that are not rows × seeds of ``simulate_named`` (e.g. ``yu22-optgap``)
+    #: compute their table themselves: ``custom(exp, seeds, workers, progress)`` returns the
+    #: table rows (dicts with ``TABLE_COLUMNS``); ``run_experiment`` writes them as usual
+    custom: Callable[..., list[dict]] | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +112,11 @@ def run_experiment(
 ) -> list[dict]:
     """Run every row × variant × seed; return the aggregated table rows (and write files)."""
     n_seeds = seeds or exp.default_seeds
+    if exp.custom is not None:
+        table = exp.custom(exp, n_seeds, workers, progress)
+        if out is not None:
+            write_table(exp, table, Path(out))
+        return table
     chosen = list(variants) if variants else list(exp.variants)
     tasks: list[tuple[str, Row, Task]] = []
     for v in chosen:
