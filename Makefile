@@ -23,6 +23,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_wang20.py
+	$(BIN)/python benchmarks/bench_yu22.py
 
 clean:
 	rm -rf $(VENV) results build *.egg-info src/*.egg-info

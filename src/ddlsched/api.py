@@ -46,6 +46,7 @@ class Settings:
     lam: float = PlannerParams.lam  # λ of LBSGF
     bco_kappa: int = PlannerParams.kappa  # 0: search κ = 1..max G; k: only κ = k
     estimate: str = PlannerParams.estimate  # start | isolated
+    extend_horizon: bool = PlannerParams.extend_horizon  # no plan within T → retry 2T, 4T, …
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, object], source: str = "--set") -> Settings:
@@ -129,6 +130,7 @@ class Settings:
             lam=self.lam,
             kappa=self.bco_kappa,
             estimate=self.estimate,
+            extend_horizon=self.extend_horizon,
         )
 
 

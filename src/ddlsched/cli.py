@@ -87,6 +87,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from .core.cluster_io import CLUSTER_PRESETS
     from .experiments import EXPERIMENTS
+    from .planning.planners import PLANNER_DESCRIPTIONS
     from .policies.gates import GATES
     from .policies.ordering import ORDERINGS
     from .policies.placement import PLACEMENT_NAMES
@@ -96,10 +97,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     print("policies:")
     for p in PRESETS.values():
         print(f"  {p.name:10s} {p.description}")
+    print("planners (offline; plan executed under Yu's RAR model):")
+    for name, text in PLANNER_DESCRIPTIONS.items():
+        print(f"  {name:10s} {text}")
     print("placements: " + ", ".join(PLACEMENT_NAMES))
     print("orderings:  " + ", ".join(ORDERINGS))
     print("gates:      " + ", ".join(GATES))
-    print("clusters:   " + ", ".join(CLUSTER_PRESETS))
+    print("clusters:   " + ", ".join(CLUSTER_PRESETS) + ", yu22-N (first N servers of yu22)")
     print("workloads:  " + ", ".join(WORKLOAD_PRESETS))
     print("experiments:")
     for e in EXPERIMENTS.values():
@@ -118,7 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="simulate one workload on one cluster under one policy")
     r.add_argument("--cluster", required=True, help="cluster preset (see `list`) or TOML/YAML file")
     r.add_argument("--workload", required=True, help="workload preset or CSV/JSON file")
-    r.add_argument("--policy", required=True, help="policy preset, e.g. ada-srsf, srsf1")
+    r.add_argument(
+        "--policy", required=True, help="policy preset or planner, e.g. ada-srsf, srsf1, sjf-bco"
+    )
     r.add_argument("--placement", help="override the preset's placement: ff, ls, rand, lwf, lwf-K")
     r.add_argument("--seed", type=int, default=0, help="seed for generators and RAND (default 0)")
     r.add_argument(

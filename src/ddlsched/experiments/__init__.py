@@ -2,7 +2,8 @@
 
 from .runner import Experiment, Row, run_experiment
 from .wang20 import WANG20_EXPERIMENTS
+from .yu22 import YU22_EXPERIMENTS
 
-EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in WANG20_EXPERIMENTS}
+EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [*WANG20_EXPERIMENTS, *YU22_EXPERIMENTS]}
 
 __all__ = ["EXPERIMENTS", "Experiment", "Row", "run_experiment"]

@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def bar_chart(exp, table: list[dict], out: Path, metric: str = "avg_jct") -> Path:
+def bar_chart(exp, table: list[dict], out: Path, metric: str = "avg_jct", suffix: str = "") -> Path:
     """Bars of ``metric`` per row (one group per variant) with 95 % CIs; paper values as marks."""
     variants = list(dict.fromkeys(t["variant"] for t in table))
     rows = [r.name for r in exp.rows]
@@ -36,11 +36,16 @@ def bar_chart(exp, table: list[dict], out: Path, metric: str = "avg_jct") -> Pat
             range(len(rows)), paper, marker="_", s=600, color="black", zorder=3, label="paper"
         )
     ax.set_xticks(range(len(rows)), rows)
-    return _save(fig, ax, exp.name, metric, out)
+    return _save(fig, ax, exp.name, metric, out, suffix)
 
 
 def line_chart(
-    exp, table: list[dict], out: Path, metric: str = "avg_jct", xlabel: str = ""
+    exp,
+    table: list[dict],
+    out: Path,
+    metric: str = "avg_jct",
+    xlabel: str = "",
+    tick_every: int = 1,
 ) -> Path:
     """``metric`` against the rows (e.g. κ), one line per variant, with CI bands."""
     variants = list(dict.fromkeys(t["variant"] for t in table))
@@ -56,19 +61,43 @@ def line_chart(
             [sel[r]["ours_ci_high"] for r in rows],
             alpha=0.2,
         )
-    ax.set_xticks(list(xs), rows)
+    shown = list(xs)[::tick_every]
+    ax.set_xticks(shown, [rows[i] for i in shown])
     ax.set_xlabel(xlabel)
     return _save(fig, ax, exp.name, metric, out)
 
 
-def _save(fig, ax, name: str, metric: str, out: Path) -> Path:
-    """Label, title and legend, then write ``out/NAME.png`` atomically (temp file + rename)."""
+def series_chart(
+    exp, table: list[dict], out: Path, metric: str, xlabel: str, xticks: list[str]
+) -> Path:
+    """``metric`` against the variants (e.g. cluster sizes), one line per row, with CI bands."""
+    variants = list(dict.fromkeys(t["variant"] for t in table))
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    xs = list(range(len(variants)))
+    for r in exp.rows:
+        sel = {t["variant"]: t for t in table if t["row"] == r.name and t["metric"] == metric}
+        ax.plot(xs, [sel[v]["ours_mean"] for v in variants], marker="o", label=r.name)
+        ax.fill_between(
+            xs,
+            [sel[v]["ours_ci_low"] for v in variants],
+            [sel[v]["ours_ci_high"] for v in variants],
+            alpha=0.2,
+        )
+    labels = xticks if len(xticks) == len(variants) else variants
+    ax.set_xticks(xs, labels)
+    ax.set_xlabel(xlabel)
+    return _save(fig, ax, exp.name, metric, out)
+
+
+def _save(fig, ax, name: str, metric: str, out: Path, suffix: str = "") -> Path:
+    """Label, title and legend, then write ``out/NAME[-SUFFIX].png`` atomically."""
     ax.set_ylabel(metric.replace("_", " ") + (" (s)" if "jct" in metric else ""))
     ax.set_title(name)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    path = out / f"{name}.png"
-    tmp = out / f".{name}.png.tmp"
+    stem = f"{name}-{suffix}" if suffix else name
+    path = out / f"{stem}.png"
+    tmp = out / f".{stem}.png.tmp"
     try:
         fig.savefig(tmp, dpi=120, format="png")
         os.replace(tmp, path)

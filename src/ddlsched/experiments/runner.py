@@ -229,7 +229,9 @@ def format_markdown(exp: Experiment, table: list[dict]) -> str:
                 if t is None:
                     cells.append("")
                     continue
-                scale, unit = (100.0, "%") if metric == "gpu_util" else (1.0, "")
+                scale, unit = (
+                    (100.0, "%") if metric == "gpu_util" or metric.endswith("_share") else (1.0, "")
+                )
                 cell = (
                     f"{t['ours_mean'] * scale:.1f}{unit} "
                     f"[{t['ours_ci_low'] * scale:.1f}, {t['ours_ci_high'] * scale:.1f}]"

@@ -105,7 +105,8 @@ def slotted(t_iter: float) -> float:
 
 class RarRate:
     """The engine's ``RateModel`` for Eq. 6–8 (job level): p_j from the executor's per-server
-    count of running cross-server jobs. ``slot`` = 1.0 selects the paper's time-slot mode
+    count of running cross-server jobs (compute is processor-shared on a shared GPU).
+    ``slot`` = 1.0 selects the paper's time-slot mode
     (⌊1/τ⌋ iterations per slot, completions at slot ends)."""
 
     def __init__(self, model: RarModel | None = None, time_slots: bool = False) -> None:
@@ -115,4 +116,9 @@ class RarRate:
     def iteration_time(self, job: JobState, ex: JobExecutor) -> float:
         p = max(len(ex.cross_on[s]) for s in job.servers) if job.cross_server else 0
         t = self.model.time_for(ex.sim.cluster, job.spec, job.servers, p)
+        # Yu's model has one worker per GPU; where a policy lets jobs share a GPU (model=rar
+        # with max_jobs_per_gpu ≠ 1) the compute is processor-shared, as in ``WangJobLevel``
+        share = max(len(ex.sim.residents[g]) for g in job.gpus)
+        if share > 1:
+            t += (share - 1) * job.spec.model.t_compute
         return slotted(t) if self.slot else t

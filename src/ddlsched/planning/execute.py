@@ -87,6 +87,9 @@ class PlanPolicy:
             "exec_over_planned_min": float(r.min()),
             "exec_over_planned_max": float(r.max()),
         }
+        lb = out["makespan_lower_bound"]
+        span = max((j.finish or 0.0) for j in sim.jobs) - min(j.arrival for j in sim.jobs)
+        out["makespan_over_lb"] = span / lb if lb > 0 else 0.0
         for k, v in self.plan.params.items():
             out[f"plan_{k}"] = float(v)
         return out

@@ -29,6 +29,25 @@ class PlannerParams:
     lam: float = 1.0  # λ_j of LBSGF
     kappa: int = 0  # 0: search κ = 1..max G_j (Alg. 1 line 8); k > 0: only κ = k
     estimate: str = "start"  # Estimator mode
+    #: when no plan finishes within T (Alg. 1 then returns makespan T and no schedule), plan
+    #: again with 2T, 4T, … (at most 6 doublings) instead of failing; the T used is reported
+    extend_horizon: bool = True
+
+
+def _extending(params: PlannerParams, attempt) -> tuple[list[PlannedJob], dict]:
+    """Run ``attempt(T)`` with T = horizon, then 2T, 4T, … while it finds no plan."""
+    T = params.horizon
+    for _ in range(7 if params.extend_horizon else 1):
+        try:
+            entries, info = attempt(T)
+            return entries, {**info, "horizon": T, "extended": float(T > params.horizon)}
+        except PlanningError:
+            T *= 2
+    raise PlanningError(
+        f"no plan finishes within the horizon T = {params.horizon:g} s"
+        + (f" (nor {T / 2:g} s)" if params.extend_horizon else "")
+        + "; raise it with --set horizon=…"
+    )
 
 
 def _bisect(
@@ -36,9 +55,10 @@ def _bisect(
     cluster: Cluster,
     est: Estimator,
     params: PlannerParams,
+    T: float,
 ) -> tuple[list[PlannedJob], dict]:
-    """Alg. 1 lines 5–31 over ``configs`` = (label, job order, rule or rule-per-job)."""
-    T = params.horizon
+    """Alg. 1 lines 5–31 with horizon ``T`` over ``configs`` = (label, job order, rule or
+    rule-per-job)."""
     best: list[PlannedJob] | None = None
     best_label: dict = {}
     m = T
@@ -61,9 +81,7 @@ def _bisect(
         else:
             left = theta + 1
     if best is None:
-        raise PlanningError(
-            f"no plan finishes within the horizon T = {T:g} s; raise it with --set horizon=…"
-        )
+        raise PlanningError(f"no plan finishes within the horizon T = {T:g} s")
     return best, {**best_label, "trials": float(trials)}
 
 
@@ -97,7 +115,7 @@ class SjfBco:
                 s.job_id: (ffp if s.num_gpus <= k else lbsgf) for s in jobs
             }
             configs.append(({"kappa": float(k)}, order, rules))
-        entries, info = _bisect(configs, cluster, est, p)
+        entries, info = _extending(p, lambda T: _bisect(configs, cluster, est, p, T))
         return Plan(tuple(entries), self.name, info)
 
 
@@ -112,7 +130,10 @@ class BisectedBaseline:
     def plan(self, cluster: Cluster, jobs: Sequence[JobSpec], model: RarModel, seed: int) -> Plan:
         est = Estimator(cluster, model, self.params.estimate)
         order = sorted(jobs, key=lambda s: s.job_id)
-        entries, info = _bisect([({}, order, self.rule)], cluster, est, self.params)
+        p = self.params
+        entries, info = _extending(
+            p, lambda T: _bisect([({}, order, self.rule)], cluster, est, p, T)
+        )
         return Plan(tuple(entries), self.name, info)
 
 
@@ -126,15 +147,17 @@ class RandomPlanner:
 
     def plan(self, cluster: Cluster, jobs: Sequence[JobSpec], model: RarModel, seed: int) -> Plan:
         est = Estimator(cluster, model, self.params.estimate)
-        rule = RandomRule(np.random.default_rng(seed))
         order = sorted(jobs, key=lambda s: s.job_id)
-        T = self.params.horizon
-        entries = list_schedule(order, rule, cluster, est, T, self.params.u)
-        if entries is None:
-            raise PlanningError(
-                f"RAND found no plan within the horizon T = {T:g} s; raise it with --set horizon=…"
-            )
-        return Plan(tuple(entries), self.name, {"theta": T})
+
+        def attempt(T: float) -> tuple[list[PlannedJob], dict]:
+            rule = RandomRule(np.random.default_rng(seed))
+            entries = list_schedule(order, rule, cluster, est, T, self.params.u)
+            if entries is None:
+                raise PlanningError(f"RAND found no plan within the horizon T = {T:g} s")
+            return entries, {"theta": T}
+
+        entries, info = _extending(self.params, attempt)
+        return Plan(tuple(entries), self.name, info)
 
 
 def make_planner(name: str, params: PlannerParams | None = None):
@@ -151,4 +174,10 @@ def make_planner(name: str, params: PlannerParams | None = None):
     raise KeyError(name)
 
 
-PLANNER_NAMES = ("sjf-bco", "yu-ff", "yu-ls", "yu-rand")
+PLANNER_DESCRIPTIONS = {
+    "sjf-bco": "SJF-BCO: jobs by size, FA-FFP (G ≤ κ) / LBSGF(λ), bisection over θ_u and κ",
+    "yu-ff": "Yu §7 FF: first-fit GPUs within θ_u, own bisection over θ_u",
+    "yu-ls": "Yu §7 LS: least-busy GPUs within θ_u, own bisection over θ_u",
+    "yu-rand": "Yu §7 RAND: random GPUs, θ_u = T",
+}
+PLANNER_NAMES = tuple(PLANNER_DESCRIPTIONS)
