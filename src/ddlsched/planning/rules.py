@@ -36,11 +36,13 @@ class Lbsgf(PlacementRule):
             raise ValueError("λ must be ≥ 1")
         self.lam = lam
         self._cap: np.ndarray | None = None
+        self._cap_of: object = None  # the cluster ``_cap`` was computed for
 
     def candidates(self, spec: JobSpec, tl: Timeline, bound: float) -> np.ndarray:
         cl = tl.cluster
-        if self._cap is None or len(self._cap) != cl.num_servers:
+        if self._cap is None or self._cap_of is not cl:
             self._cap = np.array([s.num_gpus for s in cl.servers], dtype=float)
+            self._cap_of = cl
         load = np.bincount(tl.gpu_server, weights=tl.U, minlength=cl.num_servers) / self._cap
         order = np.argsort(load, kind="stable")
         need = self.lam * spec.num_gpus
