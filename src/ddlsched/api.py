@@ -47,6 +47,12 @@ class Settings:
     bco_kappa: int = PlannerParams.kappa  # 0: search κ = 1..max G; k: only κ = k
     estimate: str = PlannerParams.estimate  # start | isolated
     extend_horizon: bool = PlannerParams.extend_horizon  # no plan within T → retry 2T, 4T, …
+    # application-profile workloads (Luo et al., the Pollux artifact)
+    profiles: str = ""  # directory of application profiles (Pollux format)
+    ground_truth: str = "measured"  # measured (interpolated step times)
+    semantics: str = "events"  # events | rounds (the Pollux artifact's 60 s loop)
+    interval: float = 60.0  # seconds between scheduling rounds
+    rescale_delay: float = 30.0  # seconds without progress after every allocation
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, object], source: str = "--set") -> Settings:
@@ -100,10 +106,16 @@ class Settings:
             raise InputError("must be ≥ 1", source=source, field="lam")
         if self.horizon < 1:
             raise InputError("must be ≥ 1", source=source, field="horizon")
+        if not self.interval > 0:
+            raise InputError("must be > 0", source=source, field="interval")
+        if self.rescale_delay < 0:
+            raise InputError("must be ≥ 0", source=source, field="rescale_delay")
         for name, allowed in (
             ("model", ("auto", "wang", "rar")),
             ("rar_f", tuple(DEGRADATIONS)),
             ("estimate", ("start", "isolated")),
+            ("semantics", ("events", "rounds")),
+            ("ground_truth", ("measured",)),
         ):
             if getattr(self, name) not in allowed:
                 raise InputError(f"must be one of {', '.join(allowed)}", source=source, field=name)
@@ -146,6 +158,8 @@ def build_simulator(
 ) -> Simulator:
     """Compose policy, executor and engine for one run (no I/O)."""
     settings = settings or Settings()
+    if any(j.application for j in jobs):
+        return _build_profiled(cluster, jobs, policy.lower(), seed, settings, progress)
     if policy.lower() in PLANNER_NAMES:
         return _build_planned(cluster, jobs, policy.lower(), seed, settings, progress)
     try:
@@ -202,6 +216,58 @@ def _build_planned(
         )
     except PlanningError as e:
         raise InputError(str(e), source="--set", field="horizon") from None
+
+
+def _build_profiled(
+    cluster: Cluster,
+    jobs: Sequence[JobSpec],
+    name: str,
+    seed: int,
+    settings: Settings,
+    progress: Callable[[int, int], None] | None,
+) -> Simulator:
+    """Application-profile jobs (Luo et al.): profile executor + a profile policy."""
+    from .core.profileexec import ProfileExecutor
+    from .perf.profiles import load_applications
+    from .policies.tiresias import Tiresias
+
+    if name != "tiresias":
+        raise InputError(
+            f"policy '{name}' cannot run application-profile jobs; available: tiresias",
+            field="policy",
+        )
+    if not settings.profiles:
+        raise InputError(
+            "this workload names applications; give their profiles with --set profiles=DIR",
+            source="--set",
+            field="profiles",
+        )
+    apps = load_applications(settings.profiles)
+    missing = sorted({j.application for j in jobs} - set(apps))
+    if missing:
+        raise InputError(
+            f"no profile for application(s) {', '.join(missing)} in {settings.profiles}; "
+            f"profiles found: {', '.join(sorted(apps)) or 'none'}",
+            source="--set",
+            field="profiles",
+        )
+    pol = Tiresias(interval=settings.interval)
+    return Simulator(
+        cluster,
+        jobs,
+        pol,  # type: ignore[arg-type]
+        ProfileExecutor(
+            apps,
+            semantics=settings.semantics,
+            rescale_delay=settings.rescale_delay,
+            interval=settings.interval,
+        ),
+        seed=seed,
+        max_jobs_per_gpu=1,
+        progress=progress,
+        semantics=settings.semantics,
+        round_interval=settings.interval,
+    )
 
 
 def simulate_named(

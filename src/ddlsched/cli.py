@@ -100,6 +100,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     print("planners (offline; plan executed under Yu's RAR model):")
     for name, text in PLANNER_DESCRIPTIONS.items():
         print(f"  {name:10s} {text}")
+    print("application-profile policies (Pollux-format workloads, --set profiles=DIR):")
+    print("  tiresias   2D-LAS, 2 queues, 16 GPU-hour threshold (the Pollux artifact's Tiresias)")
     print("placements: " + ", ".join(PLACEMENT_NAMES))
     print("orderings:  " + ", ".join(ORDERINGS))
     print("gates:      " + ", ".join(GATES))

@@ -75,6 +75,7 @@ CLUSTER_PRESETS: dict[str, Callable[[int], Cluster]] = {
     "wang20-32gb": lambda seed: _wang20_32gb(),
     "tiny": lambda seed: _tiny(),
     "yu22": yu22_cluster,
+    "luo24": lambda seed: Cluster.homogeneous(16, 4, name="luo24", gpu_memory_mb=16384.0),
 }
 #: ``yu22-N``: the yu22 draw cut to its first N servers
 _SIZED = re.compile(r"^yu22-(\d+)$")

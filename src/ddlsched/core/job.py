@@ -27,13 +27,21 @@ class ModelProfile:
 
 @dataclass(frozen=True)
 class JobSpec:
-    """One training job: gang of ``num_gpus`` workers running ``iterations`` iterations."""
+    """One training job: gang of ``num_gpus`` workers running ``iterations`` iterations.
+
+    Jobs of an application-profile workload (Luo, Pollux) name their ``application`` and total
+    ``batch_size`` and run for the application's epochs instead (``iterations`` = 0); ``name`` is
+    the workload file's job name where it has one.
+    """
 
     job_id: int
     arrival: float
     num_gpus: int
     iterations: int
     model: ModelProfile
+    application: str = ""
+    batch_size: int = 0
+    name: str = ""
 
     @property
     def memory_mb(self) -> float:

@@ -11,6 +11,7 @@ executor settle (gates, idle GPUs, rate updates) — the per-slot order of Wang 
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -67,6 +68,8 @@ class Simulator:
         max_jobs_per_gpu: int | None = None,
         restart_delay: float = 0.0,
         progress: Callable[[int, int], None] | None = None,
+        semantics: str = "events",
+        round_interval: float = 60.0,
     ) -> None:
         self.cluster = cluster
         self.policy = policy
@@ -76,6 +79,12 @@ class Simulator:
         self.max_jobs_per_gpu = max_jobs_per_gpu
         self.restart_delay = restart_delay
         self.progress = progress
+        if semantics not in ("events", "rounds"):
+            raise ValueError(f"unknown semantics {semantics!r}")
+        #: ``rounds``: the Pollux artifact's loop — arrivals seen, GPUs freed and the policy
+        #: called only every ``round_interval`` seconds; the executor must offer ``tick(now)``
+        self.semantics = semantics
+        self.round_interval = round_interval
         self.now = 0.0
         self.jobs = [JobState(spec=s) for s in sorted(jobs, key=lambda s: (s.arrival, s.job_id))]
         self.queue: list[JobState] = []
@@ -169,8 +178,10 @@ class Simulator:
         self._dirty = True
 
     # ------------------------------------------------------------------ executor callbacks
-    def job_finished(self, job: JobState) -> None:
-        job.finish = self.now
+    def job_finished(self, job: JobState, at: float | None = None) -> None:
+        """``job`` completed at ``at`` (default now; earlier in ``rounds`` semantics, where its
+        GPUs are freed only at the boundary)."""
+        job.finish = self.now if at is None else at
         self._release(job)
         job.status = DONE
         job.iterations_left = 0
@@ -194,6 +205,14 @@ class Simulator:
         self.queue.append(job)
         self._dirty = True
 
+    def _tick(self, interval: float) -> None:
+        """A ``rounds`` boundary: the executor advances everything one step, then the policy."""
+        self.executor.tick(self.now)  # type: ignore[attr-defined]
+        self.policy.on_round(self)
+        self._dirty = True
+        if self.finished < len(self.jobs):
+            self.at(self.now + interval, self._tick, interval)
+
     def _round(self, interval: float) -> None:
         if self.finished < len(self.jobs):
             self.policy.on_round(self)
@@ -203,11 +222,17 @@ class Simulator:
     # ------------------------------------------------------------------ main loop
     def run(self) -> SimResult:
         """Process all events; return per-job records and the summary."""
+        rounds = self.semantics == "rounds"
+        step = self.round_interval
         for job in self.jobs:
             job.iterations_left = job.spec.iterations
-            self.at(job.arrival, self._arrive, job)
+            # rounds: a job submitted at s is first seen at max(I, ⌈s/I⌉·I)
+            t = max(step, math.ceil(job.arrival / step - 1e-9) * step) if rounds else job.arrival
+            self.at(t, self._arrive, job)
         interval = getattr(self.policy, "interval", None)
-        if interval:
+        if rounds:
+            self.at(step, self._tick, step)
+        elif interval:
             self.at(self.jobs[0].arrival if self.jobs else 0.0, self._round, float(interval))
         heap = self._heap
         pop = heapq.heappop

@@ -22,6 +22,7 @@ from ..core.job import JobSpec, ModelProfile
 from ..core.results import atomic_write_text, csv_text
 from ..errors import InputError, quote, suggest
 from ..perf.models import WANG20_MODELS, builtin_model
+from .pollux import is_pollux_header, read_pollux_csv
 
 #: Columns every job must give.
 REQUIRED_COLUMNS: tuple[str, ...] = ("job_id", "arrival", "num_gpus", "iterations", "model")
@@ -398,6 +399,8 @@ def read_workload(path: str | Path) -> list[JobSpec]:
     suffix = path.suffix.lower()
     if suffix == ".json" or (suffix != ".csv" and text.lstrip()[:1] in ("[", "{")):
         jobs = _read_json(text, source)
+    elif is_pollux_header(text.lstrip().splitlines()[0].split(",") if text.strip() else []):
+        jobs = read_pollux_csv(text, source)
     else:
         jobs = _read_csv(text, source)
     return sorted(jobs, key=lambda j: (j.arrival, j.job_id))

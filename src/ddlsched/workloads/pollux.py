@@ -1,0 +1,86 @@
+"""The Pollux workload format: ``name,time,application,num_replicas,batch_size`` (Luo et al.'s
+workloads come from the Pollux artifact). ``read_workload`` recognises it from the header."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+from ..core.job import JobSpec, ModelProfile
+from ..errors import InputError
+
+POLLUX_COLUMNS: tuple[str, ...] = ("name", "time", "application", "num_replicas", "batch_size")
+
+
+def is_pollux_header(header: list[str]) -> bool:
+    return tuple(c.strip() for c in header) == POLLUX_COLUMNS
+
+
+def read_pollux_csv(text: str, source: str) -> list[JobSpec]:
+    """Jobs in file order (job_id = row index: the order Tiresias queues them in); one
+    ``InputError`` naming file, line and field for the first bad value."""
+    reader = csv.reader(io.StringIO(text))
+    jobs: list[JobSpec] = []
+    names: dict[str, int] = {}
+    header_seen = False
+    for row in reader:
+        line = reader.line_num
+        if not row or all(not c.strip() for c in row):
+            continue
+        if not header_seen:
+            header_seen = True
+            continue
+        if len(row) != len(POLLUX_COLUMNS):
+            raise InputError(
+                f"expected {len(POLLUX_COLUMNS)} fields (as in the header), got {len(row)}",
+                source=source,
+                line=line,
+            )
+        name, time, app, reps, bsz = (c.strip() for c in row)
+        if not name:
+            raise InputError("empty job name", source=source, line=line, field="name")
+        if name in names:
+            raise InputError(
+                f"duplicate job name '{name}' (first on line {names[name]})",
+                source=source,
+                line=line,
+                field="name",
+            )
+        names[name] = line
+        try:
+            arrival = float(time)
+        except ValueError:
+            raise InputError(
+                f"expected a number, got '{time}'", source=source, line=line, field="time"
+            ) from None
+        if not math.isfinite(arrival) or arrival < 0:
+            raise InputError("must be a finite number ≥ 0", source=source, line=line, field="time")
+        if not app:
+            raise InputError("empty application", source=source, line=line, field="application")
+        ints = []
+        for field, raw in (("num_replicas", reps), ("batch_size", bsz)):
+            try:
+                v = int(raw)
+            except ValueError:
+                raise InputError(
+                    f"expected a whole number, got '{raw}'", source=source, line=line, field=field
+                ) from None
+            if v < 1:
+                raise InputError("must be ≥ 1", source=source, line=line, field=field)
+            ints.append(v)
+        jobs.append(
+            JobSpec(
+                job_id=len(jobs),
+                arrival=arrival,
+                num_gpus=ints[0],
+                iterations=0,
+                model=ModelProfile(app, 0.0, 0.0, ints[1], 0.0, 0.0),
+                application=app,
+                batch_size=ints[1],
+                name=name,
+            )
+        )
+    if not jobs:
+        raise InputError("no jobs: the file has a header but no job rows", source=source)
+    return jobs
