@@ -53,6 +53,7 @@ class Settings:
     semantics: str = "events"  # events | rounds (the Pollux artifact's 60 s loop)
     interval: float = 60.0  # seconds between scheduling rounds
     rescale_delay: float = 30.0  # seconds without progress after every allocation
+    interference: float = 1.5  # ξ: slowdown of both jobs while two share a GPU (Luo Eq. 5–6)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, object], source: str = "--set") -> Settings:
@@ -108,6 +109,8 @@ class Settings:
             raise InputError("must be ≥ 1", source=source, field="horizon")
         if not self.interval > 0:
             raise InputError("must be > 0", source=source, field="interval")
+        if self.interference < 1:
+            raise InputError("must be ≥ 1", source=source, field="interference")
         if self.rescale_delay < 0:
             raise InputError("must be ≥ 0", source=source, field="rescale_delay")
         for name, allowed in (
@@ -229,11 +232,19 @@ def _build_profiled(
     """Application-profile jobs (Luo et al.): profile executor + a profile policy."""
     from .core.profileexec import ProfileExecutor
     from .perf.profiles import load_applications
+    from .policies.luo import Exclusive, Sharing
     from .policies.tiresias import Tiresias
 
-    if name != "tiresias":
+    makers = {
+        "tiresias": lambda: Tiresias(interval=settings.interval),
+        "fifo": lambda: Exclusive("fifo", order="fifo"),
+        "sjf": lambda: Exclusive("sjf", order="sjf"),
+        "sjf-ffs": lambda: Sharing("sjf-ffs", mode="ffs"),
+        "sjf-bsbf": lambda: Sharing("sjf-bsbf", mode="bsbf"),
+    }
+    if name not in makers:
         raise InputError(
-            f"policy '{name}' cannot run application-profile jobs; available: tiresias",
+            f"policy '{name}' cannot run application-profile jobs; available: " + ", ".join(makers),
             field="policy",
         )
     if not settings.profiles:
@@ -251,7 +262,8 @@ def _build_profiled(
             source="--set",
             field="profiles",
         )
-    pol = Tiresias(interval=settings.interval)
+    pol = makers[name]()
+    sharing = name.startswith("sjf-")
     return Simulator(
         cluster,
         jobs,
@@ -261,9 +273,10 @@ def _build_profiled(
             semantics=settings.semantics,
             rescale_delay=settings.rescale_delay,
             interval=settings.interval,
+            interference=settings.interference,
         ),
         seed=seed,
-        max_jobs_per_gpu=1,
+        max_jobs_per_gpu=(settings.max_jobs_per_gpu or 2) if sharing else 1,
         progress=progress,
         semantics=settings.semantics,
         round_interval=settings.interval,

@@ -20,12 +20,25 @@ Two semantics (``--set semantics=``):
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..perf.profiles import Application, BatchConfig
     from .simulator import Simulator
     from .state import JobState
+
+
+def accumulated_config(app: Application, replicas: int, batch: int, limit: int) -> BatchConfig:
+    """Gradient accumulation with micro-batches of at most ``limit`` samples per replica (Luo
+    Eq. 7's sub-batch B/s): s = ⌈local/limit⌉ steps; M stays within the validated range."""
+    from ..perf.profiles import EPS, BatchConfig
+
+    local = math.ceil(batch / replicas - EPS)
+    k = max(math.ceil(local / limit - EPS) - 1, 0)
+    a = math.ceil(local / (k + 1) - EPS)
+    a = min(a, int(app.max_bsz / (replicas * (k + 1))))
+    return BatchConfig(local=local, accum=k, a=a, M=replicas * a * (k + 1))
 
 
 class _Run:
@@ -86,6 +99,7 @@ class ProfileExecutor:
         semantics: str = "events",
         rescale_delay: float = 30.0,
         interval: float = 60.0,
+        interference: float = 1.0,
     ) -> None:
         if semantics not in ("events", "rounds"):
             raise ValueError(f"unknown semantics {semantics!r}")
@@ -93,6 +107,12 @@ class ProfileExecutor:
         self.semantics = semantics
         self.rescale_delay = rescale_delay
         self.interval = interval
+        #: ξ (Luo Eq. 5–6): a job's iteration time is multiplied by ξ while another job shares
+        #: one of its GPUs
+        self.interference = interference
+        #: micro-batch limits chosen by a sharing policy for a job's next start (gradient
+        #: accumulation with sub-batch ≤ limit), by job id
+        self.micro_limit: dict[int, int] = {}
 
     # ------------------------------------------------------------------ Executor protocol
     def attach(self, sim: Simulator) -> None:
@@ -105,15 +125,29 @@ class ProfileExecutor:
     def busy_gpu_seconds(self) -> float:
         return self.busy
 
+    def config(self, job: JobState, limit: int | None = None) -> BatchConfig:
+        """The job's batch configuration; ``limit`` caps the micro-batch (accumulation)."""
+        app = self.runs[job.job_id].app
+        if limit is None or limit >= app.max_local:
+            return app.batch_config(job.num_gpus, job.spec.batch_size)
+        return accumulated_config(app, job.num_gpus, job.spec.batch_size, limit)
+
+    def memory_share(self, job: JobState) -> float:
+        """Fraction of a GPU's memory one worker uses: micro-batch ÷ the application's maximum
+        local batch (the largest that fits a GPU alone) — the default memory model."""
+        r = self.runs[job.job_id]
+        return r.cfg.a / r.app.max_local if r.cfg is not None else 0.0
+
     def start(self, job: JobState, delay: float) -> None:
         r = self.runs[job.job_id]
-        r.cfg = r.app.batch_config(job.num_gpus, job.spec.batch_size)
+        r.cfg = self.config(job, self.micro_limit.pop(job.job_id, None))
         r.placement = placement_tuple(job.gpus, self.sim.cluster.gpu_server)
         r.delay_left = self.rescale_delay
         r.running = True
         r.since = r.last = self.sim.now
         if self.semantics == "events":
             self._retime(r)
+            self._retime_neighbours(r)
 
     def stop(self, job: JobState) -> None:
         r = self.runs[job.job_id]
@@ -122,6 +156,45 @@ class ProfileExecutor:
         r.running = False
         r.ver += 1
         self.busy += (self.sim.now - r.since) * job.num_gpus
+        if self.semantics == "events":
+            self._retime_neighbours(r, leaving=True)
+
+    def slowdown(self, job: JobState, leaving: JobState | None = None) -> float:
+        """ξ if another running job shares one of ``job``'s GPUs, else 1."""
+        if self.interference == 1.0:
+            return 1.0
+        for g in job.gpus:
+            for other in self.sim.residents[g]:
+                if other is not job and other is not leaving:
+                    return self.interference
+        return 1.0
+
+    def _neighbours(self, job: JobState) -> list[_Run]:
+        seen: dict[int, _Run] = {}
+        for g in job.gpus:
+            for other in self.sim.residents[g]:
+                if other is not job:
+                    seen[other.job_id] = self.runs[other.job_id]
+        return [seen[k] for k in sorted(seen)]
+
+    def _retime_neighbours(self, r: _Run, leaving: bool = False) -> None:
+        for n in self._neighbours(r.job):
+            if n.running:
+                self._advance(n, self.sim.now)
+                self._retime(n, leaving=r.job if leaving else None)
+
+    def remaining_time(self, job: JobState, placement: tuple[int, ...], cfg: BatchConfig) -> float:
+        """Seconds ``job`` still needs alone on ``placement`` with ``cfg`` (Luo's L_k): the sum
+        over its remaining epochs of progress ÷ rate (no restart delay)."""
+        r = self.runs[job.job_id]
+        app = r.app
+        total = 0.0
+        progress = r.progress
+        for e in range(r.epoch, app.max_epochs):
+            target = app.progress_at(e + 1)
+            total += max(target - progress, 0.0) / app.rate(placement, cfg, e)
+            progress = target
+        return total
 
     def refresh(self, job: JobState) -> None:
         """Service left for policies: epochs still to run (a progress measure, not seconds)."""
@@ -146,10 +219,10 @@ class ProfileExecutor:
         r.progress += r.rate * (dt - wait)
         r.last = now
 
-    def _retime(self, r: _Run) -> None:
+    def _retime(self, r: _Run, leaving: JobState | None = None) -> None:
         """Schedule the next epoch crossing (or completion) of a running job."""
         assert r.cfg is not None
-        r.rate = r.app.rate(r.placement, r.cfg, r.epoch)
+        r.rate = r.app.rate(r.placement, r.cfg, r.epoch) / self.slowdown(r.job, leaving)
         target = r.app.progress_at(r.epoch + 1)
         t = r.last + r.delay_left + max(target - r.progress, 0.0) / r.rate
         r.ver += 1
@@ -171,6 +244,8 @@ class ProfileExecutor:
         r.running = False
         r.ver += 1
         self.busy += (self.sim.now - r.since) * r.job.num_gpus
+        if self.semantics == "events":
+            self._retime_neighbours(r, leaving=True)
         self.sim.job_finished(r.job, at=at)
 
     # ------------------------------------------------------------------ rounds semantics
@@ -195,8 +270,9 @@ class ProfileExecutor:
         r.delay_left -= d
         s = length - d
         t = start + d
+        slow = self.slowdown(r.job)
         while s > 0:
-            g = app.rate(r.placement, r.cfg, r.epoch)
+            g = app.rate(r.placement, r.cfg, r.epoch) / slow
             target = app.progress_at(r.epoch + 1)
             if r.progress + g * s < target:
                 r.progress += g * s

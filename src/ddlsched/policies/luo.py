@@ -1,0 +1,224 @@
+"""Luo et al.'s policies on application profiles: FIFO and SJF (exclusive GPUs), SJF-FFS and
+SJF-BSBF (GPU sharing, at most two jobs per GPU; Alg. 1–2 with Theorem 1).
+
+Shared reading of the paper (docs/design.md "Luo et al."):
+- a job's length L_k is its remaining run time alone on a consolidated placement (Alg. 1 input);
+- placement of a job on free GPUs is consolidated: it repeatedly takes what it still needs from
+  the server with the most free GPUs (Alg. 1 line 7, "as consolidated as possible");
+- memory: a worker uses (micro-batch ÷ the application's maximum local batch) of a GPU; two
+  workers fit on a GPU if their shares sum to ≤ 1; a sharing job reduces its micro-batch by
+  powers of two (gradient accumulation keeps its total batch, Eq. 7);
+- interference: while two jobs share a GPU both run ξ times slower (Eq. 5–6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..core.profileexec import ProfileExecutor
+    from ..core.simulator import Simulator
+    from ..core.state import JobState
+    from ..perf.profiles import BatchConfig
+
+
+def consolidated(sim: Simulator, free: set[int], need: int) -> list[int] | None:
+    """``need`` GPUs from ``free``, server with the most free GPUs first (lowest index on ties)."""
+    cl = sim.cluster
+    per = [[g for g in cl.gpus_of_server(s) if g in free] for s in range(cl.num_servers)]
+    if sum(len(p) for p in per) < need:
+        return None
+    out: list[int] = []
+    while need > 0:
+        s = max(range(cl.num_servers), key=lambda k: (len(per[k]), -k))
+        take = min(len(per[s]), need)
+        out += per[s][:take]
+        per[s] = per[s][take:]
+        need -= take
+    return out
+
+
+def compact_placement(num_gpus: int, per_server: int) -> tuple[int, ...]:
+    """The most consolidated placement tuple of ``num_gpus`` on servers of ``per_server``."""
+    full, rest = divmod(num_gpus, per_server)
+    return (per_server,) * full + ((rest,) if rest else ())
+
+
+@dataclass
+class _Base:
+    name: str
+    interval: float | None = None
+    gate = None
+
+    def attach(self, sim: Simulator) -> None:
+        self.ex: ProfileExecutor = sim.executor  # type: ignore[assignment]
+        self._length: dict[int, tuple[float, float]] = {}
+
+    def on_round(self, sim: Simulator) -> None:
+        pass
+
+    def length(self, sim: Simulator, job: JobState) -> float:
+        """L_k: remaining time alone, consolidated, at the requested batch (cached per job)."""
+        run = self.ex.runs[job.job_id]
+        key = run.progress
+        hit = self._length.get(job.job_id)
+        if hit is None or hit[0] != key:
+            per = sim.cluster.max_gpus_per_server
+            cfg = self.ex.config(job)
+            L = self.ex.remaining_time(job, compact_placement(job.num_gpus, per), cfg)
+            hit = self._length[job.job_id] = (key, L)
+        return hit[1]
+
+    def free_gpus(self, sim: Simulator) -> set[int]:
+        return {g for g in range(sim.cluster.num_gpus) if not sim.residents[g]}
+
+
+@dataclass
+class Exclusive(_Base):
+    """FIFO (arrival order) or SJF (by L_k) on whole GPUs; a job that does not fit is skipped
+    (``backfill``, default) or, with ``backfill=False``, blocks the queue behind it."""
+
+    order: str = "fifo"
+    backfill: bool = True
+
+    def schedule(self, sim: Simulator) -> None:
+        if self.order == "fifo":
+            queue = sorted(sim.queue, key=lambda j: (j.arrival, j.job_id))
+        else:
+            queue = sorted(sim.queue, key=lambda j: (self.length(sim, j), j.arrival, j.job_id))
+        free = self.free_gpus(sim)
+        for job in queue:
+            gpus = consolidated(sim, free, job.num_gpus)
+            if gpus is None:
+                if not self.backfill:
+                    return
+                continue
+            free -= set(gpus)
+            sim.start(job, gpus)
+
+
+@dataclass
+class Sharing(_Base):
+    """SJF-FFS (``mode="ffs"``) or SJF-BSBF (``mode="bsbf"``): SJF by L_k; a job that does not
+    fit on free GPUs may share GPUs that hold exactly one job (Alg. 1 lines 9–17)."""
+
+    mode: str = "bsbf"
+
+    def schedule(self, sim: Simulator) -> None:
+        queue = sorted(sim.queue, key=lambda j: (self.length(sim, j), j.arrival, j.job_id))
+        for job in queue:
+            free = self.free_gpus(sim)
+            gpus = consolidated(sim, free, job.num_gpus)  # lines 6–7
+            if gpus is not None:
+                sim.start(job, gpus)
+                continue
+            single = [g for g in range(sim.cluster.num_gpus) if len(sim.residents[g]) == 1]
+            if len(free) + len(single) < job.num_gpus:  # line 9
+                continue
+            choice = (
+                self._share_ffs(sim, job, free, single)
+                if self.mode == "ffs"
+                else (self._share_bsbf(sim, job, free, single))
+            )
+            if choice is not None:
+                gpus, limit = choice
+                if limit is not None:
+                    self.ex.micro_limit[job.job_id] = limit
+                sim.start(job, gpus)
+
+    # ------------------------------------------------------------------ helpers
+    def _limits(self, job: JobState) -> list[int]:
+        """Micro-batch candidates: the requested local batch, then halves (Alg. 2 lines 5, 12),
+        not below the application's smallest measured local batch."""
+        app = self.ex.runs[job.job_id].app
+        b = self.ex.config(job).a
+        out = []
+        while b >= max(app.min_local, 1):
+            out.append(b)
+            if b == 1:
+                break
+            b //= 2
+        return out
+
+    def _fits(self, job: JobState, cfg: BatchConfig, host: JobState) -> bool:
+        app = self.ex.runs[job.job_id].app
+        return cfg.a / app.max_local + self.ex.memory_share(host) <= 1.0 + 1e-9
+
+    def _share_ffs(self, sim, job, free, single):
+        """First fit over free GPUs then single-job GPUs (GPU order), with the largest
+        micro-batch that fits memory next to every host."""
+        hosts = {g: sim.residents[g][0] for g in single}
+        for limit in self._limits(job):
+            cfg = self.ex.config(job, limit)
+            ok = [g for g in single if self._fits(job, cfg, hosts[g])]
+            pool = sorted(free) + ok
+            if len(pool) >= job.num_gpus:
+                return pool[: job.num_gpus], limit
+        return None
+
+    def _share_bsbf(self, sim, job, free, single):
+        """Alg. 1 lines 10–17 with Alg. 2 per host job: keep hosts for which sharing beats
+        waiting (Theorem 1), shortest pair JCT first; free GPUs complete the set."""
+        hosts: dict[int, JobState] = {}
+        for g in single:
+            h = sim.residents[g][0]
+            hosts.setdefault(h.job_id, h)
+        per = sim.cluster.max_gpus_per_server
+        candidates = []
+        for hid in sorted(hosts):
+            host = hosts[hid]
+            sf, limit, t = self._best_pair(sim, job, host, per)
+            if sf:
+                candidates.append((t, hid, limit))
+        candidates.sort()
+        gpus: list[int] = []
+        limit_all: int | None = None
+        for _, hid, limit in candidates:  # lines 15–17
+            if len(gpus) >= job.num_gpus:
+                break
+            host_gpus = [g for g in hosts[hid].gpus if len(sim.residents[g]) == 1]
+            gpus += host_gpus[: job.num_gpus - len(gpus)]
+            limit_all = limit if limit_all is None else min(limit_all, limit)
+        if not gpus:
+            return None
+        if len(gpus) < job.num_gpus:
+            extra = consolidated(sim, set(free), job.num_gpus - len(gpus))
+            if extra is None:
+                return None
+            gpus += extra
+        return gpus, limit_all
+
+    def _best_pair(self, sim, job, host, per):
+        """Alg. 2: for micro-batches from the requested one down by halves, Theorem 1's best
+        of sequential vs fully overlapped execution; the best pair JCT and its sharing flag."""
+        xi = self.ex.interference
+        host_run = self.ex.runs[host.job_id]
+        assert host_run.cfg is not None
+        L_b = self.ex.remaining_time(host, host_run.placement, host_run.cfg)
+        best = (False, None, float("inf"))
+        placement = compact_placement(job.num_gpus, per)
+        for limit in self._limits(job):
+            cfg = self.ex.config(job, limit)
+            if not self._fits(job, cfg, host):
+                continue
+            L_a = self.ex.remaining_time(job, placement, cfg)
+            sf, t = theorem1(L_a, L_b, xi, xi)
+            if t <= best[2]:
+                best = (sf, limit, t)
+        return best
+
+
+def theorem1(L_a: float, L_b: float, xi_a: float, xi_b: float) -> tuple[bool, float]:
+    """Luo Theorem 1 for a new job A (alone-time L_a) and a running job B (remaining alone-time
+    L_b): the pair's average completion time (from now) is smallest either sequentially (A after
+    B) or fully overlapped (both start now, slowed by ξ until one ends). Returns (share?, avg)."""
+    sequential = (L_b + (L_b + L_a)) / 2.0
+    if xi_a * L_a >= xi_b * L_b:  # B ends first (Eq. 18–19)
+        t_b = xi_b * L_b
+        t_a = t_b + L_a - t_b / xi_a
+    else:  # A ends first (Eq. 22–23 with κ = 0)
+        t_a = xi_a * L_a
+        t_b = t_a + L_b - t_a / xi_b
+    overlap = (t_a + t_b) / 2.0
+    return (overlap < sequential, min(overlap, sequential))

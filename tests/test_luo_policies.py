@@ -1,0 +1,102 @@
+"""Luo et al.'s policies by hand: Theorem 1, the sub-batch search and memory feasibility, the
+interference slowdown as a co-resident starts and stops, FIFO vs SJF order."""
+
+from __future__ import annotations
+
+import pytest
+from _toys import toy_app, toy_jobs
+
+from ddlsched.core.cluster import Cluster
+from ddlsched.core.profileexec import ProfileExecutor
+from ddlsched.core.simulator import Simulator
+from ddlsched.policies.luo import Exclusive, Sharing, theorem1
+
+
+def _run(jobs, policy, apps, *, gpus=1, xi=1.5, share=True):
+    sim = Simulator(
+        Cluster.homogeneous(1, gpus),
+        jobs,
+        policy,  # type: ignore[arg-type]
+        ProfileExecutor(apps, rescale_delay=0.0, interference=xi),
+        max_jobs_per_gpu=2 if share else 1,
+    )
+    return sim.run()
+
+
+def test_theorem1_host_ends_first():
+    # L_a = 100 (new), L_b = 40 (running), ξ = 1.2: overlapped, B ends at 48, A has done
+    # 48/1.2 = 40 → ends at 48 + 60 = 108: mean 78 < sequential (40 + 140)/2 = 90 → share
+    assert theorem1(100, 40, 1.2, 1.2) == (True, pytest.approx(78))
+    # ξ = 1.5, L_b = 10: overlap (15 + 105)/2 = 60 = sequential (10 + 110)/2 → no gain, no share
+    assert theorem1(100, 10, 1.5, 1.5) == (False, pytest.approx(60))
+
+
+def test_theorem1_new_job_ends_first():
+    # L_a = 10, L_b = 100, ξ = 2: A ends at 20, B did 10 → ends 110: mean 65 < 105 → share
+    assert theorem1(10, 100, 2.0, 2.0) == (True, pytest.approx(65))
+    # L_a = 60, ξ = 3: A ends at 180, B did 60 → ends 220: mean 200 > (100 + 160)/2 = 130
+    assert theorem1(60, 100, 3.0, 3.0) == (False, pytest.approx(130))
+
+
+def test_ffs_shares_and_interference_slows_both_until_one_leaves(tmp_path):
+    # 1 GPU; H (300 s alone) from 0; N arrives at 100 and shares at once (a = 32 → memory
+    # 32/64 + 32/64 = 1 fits). ξ = 2: both at half speed; H has 200 left → 400 s → ends 500;
+    # N did 200 by then, 100 left alone → 600.
+    jobs = toy_jobs("h,0,toy,1,32\nn,100,toy,1,32\n", tmp_path)
+    res = _run(jobs, Sharing("sjf-ffs", mode="ffs"), {"toy": toy_app()}, xi=2.0)
+    fin = {j.job_id: j.finish for j in res.jobs}
+    assert fin == {0: pytest.approx(500.0), 1: pytest.approx(600.0)}
+    assert res.jobs[1].start == 100.0
+
+
+def test_memory_forces_a_smaller_micro_batch(tmp_path):
+    # max_local 48: H uses 32/48 of the GPU; N fits only with micro-batch 16 (16/48 + 32/48 = 1)
+    # → 2 accumulation steps: 2 s per iteration alone (step 1 s, no sync), 4 s shared (ξ = 2).
+    # H: 200 left at 0.5/s → ends 500; N did 400/4 = 100 by then, 200 left at 0.5/s → 900.
+    jobs = toy_jobs("h,0,toy,1,32\nn,100,toy,1,32\n", tmp_path)
+    res = _run(jobs, Sharing("sjf-ffs", mode="ffs"), {"toy": toy_app(max_local=48)}, xi=2.0)
+    fin = {j.job_id: j.finish for j in res.jobs}
+    assert fin == {0: pytest.approx(500.0), 1: pytest.approx(900.0)}
+
+
+def test_no_sharing_when_memory_cannot_fit(tmp_path):
+    # max_local 32: H fills the GPU (32/32), no micro-batch of N fits beside it → N waits
+    jobs = toy_jobs("h,0,toy,1,32\nn,100,toy,1,32\n", tmp_path)
+    res = _run(jobs, Sharing("sjf-ffs", mode="ffs"), {"toy": toy_app(max_local=32)}, xi=2.0)
+    assert [(j.start, j.finish) for j in res.jobs] == [(0.0, 300.0), (300.0, 600.0)]
+
+
+def test_bsbf_shares_only_when_theorem1_says_so(tmp_path):
+    jobs = toy_jobs("h,0,toy,1,32\nn,100,toy,1,32\n", tmp_path)
+    # ξ = 3: L_a = 300, L_b = 200 → overlap mean 650 > sequential 350 → N waits for H
+    res = _run(jobs, Sharing("sjf-bsbf", mode="bsbf"), {"toy": toy_app()}, xi=3.0)
+    assert [(j.start, j.finish) for j in res.jobs] == [(0.0, 300.0), (300.0, 600.0)]
+    # ξ = 1.2: overlap mean 290 < 350 → share at 100; H ends at 100 + 240 = 340, N did 200,
+    # ends at 440
+    res = _run(jobs, Sharing("sjf-bsbf", mode="bsbf"), {"toy": toy_app()}, xi=1.2)
+    fin = {j.job_id: j.finish for j in res.jobs}
+    assert fin == {0: pytest.approx(340.0), 1: pytest.approx(440.0)}
+    # SJF-FFS shares regardless of ξ
+    res = _run(jobs, Sharing("sjf-ffs", mode="ffs"), {"toy": toy_app()}, xi=3.0)
+    assert res.jobs[1].start == 100.0
+
+
+def test_fifo_runs_in_arrival_order_sjf_by_length(tmp_path):
+    # 1 GPU; A (slow: 600 s) at 0, B (slow) at 1, C (fast: 300 s) at 2
+    apps = {"slow": toy_app("slow", step=2.0), "fast": toy_app("fast")}
+    jobs = toy_jobs("a,0,slow,1,32\nb,1,slow,1,32\nc,2,fast,1,32\n", tmp_path)
+    fifo = _run(jobs, Exclusive("fifo", order="fifo"), apps, share=False)
+    assert [j.start for j in fifo.jobs] == [0.0, 600.0, 1200.0]
+    sjf = _run(jobs, Exclusive("sjf", order="sjf"), apps, share=False)
+    assert [j.start for j in sjf.jobs] == [0.0, 900.0, 600.0]
+
+
+def test_fifo_without_backfill_blocks(tmp_path):
+    # 2 GPUs: A (1 GPU) runs; B (2 GPUs) cannot start; C (1 GPU) backfills unless blocked
+    apps = {"toy": toy_app()}
+    jobs = toy_jobs("a,0,toy,1,32\nb,1,toy,2,32\nc,2,toy,1,32\n", tmp_path)
+    back = _run(jobs, Exclusive("fifo", order="fifo"), apps, gpus=2, share=False)
+    assert back.jobs[2].start == 2.0
+    strict = _run(jobs, Exclusive("fifo", order="fifo", backfill=False), apps, gpus=2, share=False)
+    # blocked behind B: B takes both GPUs at 300 (A done), C only after B (300 s) at 600
+    assert (strict.jobs[1].start, strict.jobs[2].start) == (300.0, 600.0)
