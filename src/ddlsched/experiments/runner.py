@@ -62,6 +62,13 @@ class Experiment:
     #: compute their table themselves: ``custom(exp, seeds, workers, progress)`` returns the
     #: table rows (dicts with ``TABLE_COLUMNS``); ``run_experiment`` writes them as usual
     custom: Callable[..., list[dict]] | None = None
+    #: per metric, a factor applied to our values in the table (e.g. 1/3600: hours, like the
+    #: paper, whose numbers are then given in that unit)
+    units: Mapping[str, float] = field(default_factory=dict)
+    #: resolves the experiment's data (cluster, workload, extra settings) when it runs, e.g. to
+    #: fall back to built-in data when a data directory is absent; returns (cluster, workload,
+    #: settings, note)
+    resolve: Callable[[], tuple[str, str, Mapping[str, object], str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -118,11 +125,15 @@ def run_experiment(
             write_table(exp, table, Path(out))
         return table
     chosen = list(variants) if variants else list(exp.variants)
+    base_cluster, base_workload, base_settings, note = exp.cluster, exp.workload, {}, ""
+    if exp.resolve is not None:
+        base_cluster, base_workload, base_settings, note = exp.resolve()
     tasks: list[tuple[str, Row, Task]] = []
     for v in chosen:
         for row in exp.rows:
-            settings = {**exp.variants[v], **row.settings}
-            cluster = str(settings.pop("cluster", exp.cluster))
+            settings = {**base_settings, **exp.variants[v], **row.settings}
+            cluster = str(settings.pop("cluster", base_cluster))
+            workload = str(settings.pop("workload", base_workload))
             for seed in range(n_seeds):
                 tasks.append(
                     (
@@ -130,7 +141,8 @@ def run_experiment(
                         row,
                         Task(
                             cluster,
-                            exp.workload,
+                            # "{n}" in a workload path: the n-th file (n = seed + 1)
+                            workload.replace("{n}", str(seed + 1)),
                             row.policy,
                             row.placement,
                             seed,
@@ -148,7 +160,8 @@ def run_experiment(
                 if tv == v and trow is row
             ]
             for metric in exp.metrics:
-                m, lo, hi = mean_ci([s[metric] for s in sums])
+                f = exp.units.get(metric, 1.0)
+                m, lo, hi = mean_ci([s[metric] * f for s in sums])
                 table.append(
                     {
                         "experiment": exp.name,
@@ -160,6 +173,7 @@ def run_experiment(
                         "ours_ci_low": lo,
                         "ours_ci_high": hi,
                         "seeds": len(sums),
+                        "note": note,
                     }
                 )
     if out is not None:
@@ -210,6 +224,9 @@ def format_markdown(exp: Experiment, table: list[dict]) -> str:
     lines = [f"# {exp.name}", "", exp.description, ""]
     if exp.notes:
         lines += [exp.notes, ""]
+    note = next((t.get("note") for t in table if t.get("note")), "")
+    if note:
+        lines += [f"**Data:** {note}", ""]
     for v in dict.fromkeys(t["variant"] for t in table):
         lines.append(f"## variant: {v}")
         lines.append("")

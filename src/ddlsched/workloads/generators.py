@@ -108,4 +108,12 @@ def _gpu_mix(num_jobs: int) -> list[int]:
     return sizes
 
 
-WORKLOAD_PRESETS = {"wang20": wang20, "yu22": yu22}
+def luo24(seed: int = 0) -> list[JobSpec]:
+    """Luo et al.'s 240-job simulation workload: the Pollux artifact's recipe at load 1.5 over
+    8 hours, from built-in stand-ins for the Philly trace (``workloads/luo24.py``)."""
+    from .luo24 import generate_pollux_workload
+
+    return generate_pollux_workload(seed, num_jobs=240)
+
+
+WORKLOAD_PRESETS = {"wang20": wang20, "yu22": yu22, "luo24": luo24}
