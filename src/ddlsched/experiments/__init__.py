@@ -4,9 +4,16 @@ from .luo24 import LUO24_EXPERIMENTS
 from .runner import Experiment, Row, run_experiment
 from .wang20 import WANG20_EXPERIMENTS
 from .yu22 import YU22_EXPERIMENTS
+from .yu22_optgap import YU22_OPTGAP_EXPERIMENTS
 
 EXPERIMENTS: dict[str, Experiment] = {
-    e.name: e for e in [*WANG20_EXPERIMENTS, *YU22_EXPERIMENTS, *LUO24_EXPERIMENTS]
+    e.name: e
+    for e in [
+        *WANG20_EXPERIMENTS,
+        *YU22_EXPERIMENTS,
+        *YU22_OPTGAP_EXPERIMENTS,
+        *LUO24_EXPERIMENTS,
+    ]
 }
 
 __all__ = ["EXPERIMENTS", "Experiment", "Row", "run_experiment"]

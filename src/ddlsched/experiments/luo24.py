@@ -1,8 +1,8 @@
 """Luo et al. (SJF-BSBF): Tables III–IV and Fig. 6 (SPEC §6) on the Pollux workloads and
 application profiles. The data directory (the Pollux artifact's ``traces/`` and workload folders)
 is found in ``$DDLSCHED_POLLUX_DATA``, else ``../shared/data/pollux`` beside the repository;
-without it the experiments say so and stop (built-in profiles are the next step, see
-docs/status.md). Times are reported in hours, like the paper.
+without it the experiments run on the built-in synthetic profiles and generated workloads
+(``luo24-N``) and say so in the table. Times are reported in hours, like the paper.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import InputError
 from .plots import bar_chart, series_chart
 from .runner import Experiment, Row
 
@@ -22,8 +21,9 @@ UNITS = {m: HOURS for m in METRICS}
 def pollux_data() -> Path | None:
     """The Pollux artifact's data directory, if present."""
     env = os.environ.get("DDLSCHED_POLLUX_DATA")
-    candidates = [Path(env)] if env else []
-    candidates += [
+    if env:  # explicit: only that folder (an empty or missing one selects the built-ins)
+        return Path(env) if (Path(env) / "traces").is_dir() else None
+    candidates = [
         Path.cwd().parent / "shared" / "data" / "pollux",
         Path(__file__).resolve().parents[4] / "shared" / "data" / "pollux",
     ]
@@ -33,14 +33,26 @@ def pollux_data() -> Path | None:
     return None
 
 
+#: jobs per workload in each Pollux workload folder
+FOLDER_JOBS = {
+    "workloads-0.5": 80,
+    "workloads": 160,
+    "workloads-1.5": 240,
+    "workloads-2.0": 320,
+    "workloads-3.0-generated": 480,
+}
+
+
 def _resolver(folder: str):
     def resolve():
         root = pollux_data()
         if root is None:
-            raise InputError(
-                "the Pollux data directory was not found (set DDLSCHED_POLLUX_DATA to the folder "
-                "holding traces/ and the workload folders)",
-                field="DDLSCHED_POLLUX_DATA",
+            return (
+                "luo24",
+                f"luo24-{FOLDER_JOBS[folder]}",
+                {},
+                "no Pollux data found: BUILT-IN synthetic profiles and generated workloads "
+                "(not comparable with the paper's numbers)",
             )
         return (
             "luo24",
@@ -118,7 +130,7 @@ def _load_variants() -> dict[str, dict[str, object]]:
     root = pollux_data()
     out: dict[str, dict[str, object]] = {}
     for label, folder in LOADS.items():
-        path = str(root / folder / "workload-{n}.csv") if root else folder
+        path = str(root / folder / "workload-{n}.csv") if root else f"luo24-{FOLDER_JOBS[folder]}"
         out[label] = {"workload": path}
     return out
 

@@ -1,5 +1,6 @@
 """Offline planners (Yu et al.): plans of GPU sets and start order, executed by the engine."""
 
+from .exact import ExactResult, brute_force_makespan, solve_exact
 from .execute import PlanPolicy
 from .plan import Estimator, Plan, PlannedJob, PlanningError, Timeline
 from .planners import PLANNER_NAMES, PlannerParams, SjfBco, make_planner
@@ -7,6 +8,7 @@ from .planners import PLANNER_NAMES, PlannerParams, SjfBco, make_planner
 __all__ = [
     "PLANNER_NAMES",
     "Estimator",
+    "ExactResult",
     "Plan",
     "PlanPolicy",
     "PlannedJob",
@@ -14,5 +16,7 @@ __all__ = [
     "PlanningError",
     "SjfBco",
     "Timeline",
+    "brute_force_makespan",
     "make_planner",
+    "solve_exact",
 ]

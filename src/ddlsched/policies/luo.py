@@ -130,12 +130,14 @@ class Sharing(_Base):
     # ------------------------------------------------------------------ helpers
     def _limits(self, job: JobState) -> list[int]:
         """Micro-batch candidates: the requested local batch, then halves (Alg. 2 lines 5, 12),
-        not below the application's smallest measured local batch."""
+        keeping those whose accumulated micro-batch stays within the application's measured
+        local batches."""
         app = self.ex.runs[job.job_id].app
         b = self.ex.config(job).a
         out = []
-        while b >= max(app.min_local, 1):
-            out.append(b)
+        while b >= 1:
+            if self.ex.config(job, b).a >= app.min_local:
+                out.append(b)
             if b == 1:
                 break
             b //= 2
