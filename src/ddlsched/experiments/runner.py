@@ -247,7 +247,11 @@ def format_markdown(exp: Experiment, table: list[dict]) -> str:
                     cells.append("")
                     continue
                 scale, unit = (
-                    (100.0, "%") if metric == "gpu_util" or metric.endswith("_share") else (1.0, "")
+                    (100.0, "%")
+                    if metric == "gpu_util"
+                    or metric.endswith("_share")
+                    or metric.startswith("gap_")
+                    else (1.0, "")
                 )
                 cell = (
                     f"{t['ours_mean'] * scale:.1f}{unit} "
