@@ -328,16 +328,11 @@ class FittedApplication(Application):
         p = canonical_placement(placement)
         return len(p), sum(p)
 
-    def step_time(self, placement: Sequence[int], local_bsz: float) -> tuple[float, float]:
-        """(T_o, T_o − T_a) of the model: the measured rows' (step_time, sync_time)."""
-        if type(placement) is not tuple:
-            placement = tuple(placement)
-        key = (placement, local_bsz)
-        hit = self._tput.get(key)
-        if hit is None:
-            n, r = self._shape(placement)
-            hit = self._tput[key] = self.params.step_and_sync(n, r, local_bsz)
-        return hit
+    def _measure(self, placement: Sequence[int], local_bsz: float) -> tuple[float, float]:
+        """(T_o, T_o − T_a) of the model in place of the measured rows' (step_time, sync_time);
+        ``Application.step_time`` caches it."""
+        n, r = self._shape(placement)
+        return self.params.step_and_sync(n, r, local_bsz)
 
     def iteration_time(self, placement: Sequence[int], cfg: BatchConfig) -> float:
         """T_iter = k·T_a + T_o (Luo Eq. 7)."""
