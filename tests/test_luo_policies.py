@@ -100,3 +100,36 @@ def test_fifo_without_backfill_blocks(tmp_path):
     strict = _run(jobs, Exclusive("fifo", order="fifo", backfill=False), apps, gpus=2, share=False)
     # blocked behind B: B takes both GPUs at 300 (A done), C only after B (300 s) at 600
     assert (strict.jobs[1].start, strict.jobs[2].start) == (300.0, 600.0)
+
+
+def test_per_pair_interference_slows_each_job_by_its_own_ratio(tmp_path):
+    # H (app a) from 0, N (app b) shares at 100. ξ(a beside b) = 2, ξ(b beside a) = 1.25:
+    # from 100 H runs at 0.5/s (200 left), N at 0.8/s (300 left). N ends first at
+    # 100 + 300/0.8 = 475; H did 0.5 × 375 = 187.5 by then, the last 12.5 alone → 487.5
+    apps = {"a": toy_app("a"), "b": toy_app("b")}
+    jobs = toy_jobs("h,0,a,1,32\nn,100,b,1,32\n", tmp_path)
+    sim = Simulator(
+        Cluster.homogeneous(1, 1),
+        jobs,
+        Sharing("sjf-ffs", mode="ffs"),  # type: ignore[arg-type]
+        ProfileExecutor(
+            apps, rescale_delay=0.0, pair_interference={("a", "b"): 2.0, ("b", "a"): 1.25}
+        ),
+        max_jobs_per_gpu=2,
+    )
+    fin = {j.job_id: j.finish for j in sim.run().jobs}
+    assert fin == {0: pytest.approx(487.5), 1: pytest.approx(475.0)}
+
+
+def test_pair_interference_file_errors(tmp_path):
+    from ddlsched.api import read_pair_interference
+    from ddlsched.errors import InputError
+
+    good = tmp_path / "xi.csv"
+    good.write_text("app,other,xi\nbert,cifar10,1.8\n")
+    assert read_pair_interference(str(good)) == {("bert", "cifar10"): 1.8}
+    bad = tmp_path / "bad.csv"
+    bad.write_text("app,other,xi\nbert,cifar10,0.5\n")
+    with pytest.raises(InputError) as e:
+        read_pair_interference(str(bad))
+    assert (e.value.line, e.value.field) == (2, "xi")

@@ -54,6 +54,7 @@ class Settings:
     interval: float = 60.0  # seconds between scheduling rounds
     rescale_delay: float = 30.0  # seconds without progress after every allocation
     interference: float = 1.5  # ξ: slowdown of both jobs while two share a GPU (Luo Eq. 5–6)
+    interference_file: str = ""  # CSV app,other,xi: per-pair ξ (others use `interference`)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, object], source: str = "--set") -> Settings:
@@ -221,6 +222,36 @@ def _build_planned(
         raise InputError(str(e), source="--set", field="horizon") from None
 
 
+def read_pair_interference(path: str) -> dict[tuple[str, str], float]:
+    """Per-pair interference ratios: CSV ``app,other,xi`` (ξ of ``app``'s job when it shares a
+    GPU with ``other``'s), header required; errors name file, line and field."""
+    import csv
+
+    try:
+        text = open(path, encoding="utf-8").read()
+    except OSError as e:
+        raise InputError(f"cannot read file: {e.strerror}", source=path) from None
+    rows = list(csv.reader(text.splitlines()))
+    if not rows or [c.strip() for c in rows[0]] != ["app", "other", "xi"]:
+        raise InputError("expected the header app,other,xi", source=path, line=1)
+    out: dict[tuple[str, str], float] = {}
+    for n, row in enumerate(rows[1:], start=2):
+        if not row:
+            continue
+        if len(row) != 3:
+            raise InputError(f"expected 3 fields, got {len(row)}", source=path, line=n)
+        try:
+            xi = float(row[2])
+        except ValueError:
+            raise InputError(
+                f"expected a number, got {row[2]!r}", source=path, line=n, field="xi"
+            ) from None
+        if not xi >= 1:
+            raise InputError("must be ≥ 1", source=path, line=n, field="xi")
+        out[(row[0].strip(), row[1].strip())] = xi
+    return out
+
+
 def builtin_profiles() -> dict:
     """The built-in synthetic applications, also under the Pollux application names they stand
     in for (so Pollux-format workloads run without the artifact's data)."""
@@ -299,6 +330,9 @@ def _build_profiled(
             rescale_delay=settings.rescale_delay,
             interval=settings.interval,
             interference=settings.interference,
+            pair_interference=read_pair_interference(settings.interference_file)
+            if settings.interference_file
+            else None,
         ),
         seed=seed,
         max_jobs_per_gpu=(settings.max_jobs_per_gpu or 2) if sharing else 1,

@@ -100,6 +100,7 @@ class ProfileExecutor:
         rescale_delay: float = 30.0,
         interval: float = 60.0,
         interference: float = 1.0,
+        pair_interference: dict[tuple[str, str], float] | None = None,
     ) -> None:
         if semantics not in ("events", "rounds"):
             raise ValueError(f"unknown semantics {semantics!r}")
@@ -110,6 +111,9 @@ class ProfileExecutor:
         #: ξ (Luo Eq. 5–6): a job's iteration time is multiplied by ξ while another job shares
         #: one of its GPUs
         self.interference = interference
+        #: ξ per (application, co-resident application): the first one's slowdown; pairs not
+        #: listed use ``interference``
+        self.pairs = dict(pair_interference or {})
         #: micro-batch limits chosen by a sharing policy for a job's next start (gradient
         #: accumulation with sub-batch ≤ limit), by job id
         self.micro_limit: dict[int, int] = {}
@@ -159,15 +163,20 @@ class ProfileExecutor:
         if self.semantics == "events":
             self._retime_neighbours(r, leaving=True)
 
+    def ratio(self, app: str, other: str) -> float:
+        """ξ of a job of ``app`` sharing a GPU with a job of ``other``."""
+        return self.pairs.get((app, other), self.interference)
+
     def slowdown(self, job: JobState, leaving: JobState | None = None) -> float:
-        """ξ if another running job shares one of ``job``'s GPUs, else 1."""
-        if self.interference == 1.0:
+        """The largest ξ over the jobs sharing one of ``job``'s GPUs (1 if none)."""
+        if self.interference == 1.0 and not self.pairs:
             return 1.0
+        worst = 1.0
         for g in job.gpus:
             for other in self.sim.residents[g]:
                 if other is not job and other is not leaving:
-                    return self.interference
-        return 1.0
+                    worst = max(worst, self.ratio(job.spec.application, other.spec.application))
+        return worst
 
     def _neighbours(self, job: JobState) -> list[_Run]:
         seen: dict[int, _Run] = {}

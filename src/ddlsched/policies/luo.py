@@ -8,7 +8,8 @@ Shared reading of the paper (docs/design.md "Luo et al."):
 - memory: a worker uses (micro-batch ÷ the application's maximum local batch) of a GPU; two
   workers fit on a GPU if their shares sum to ≤ 1; a sharing job reduces its micro-batch by
   powers of two (gradient accumulation keeps its total batch, Eq. 7);
-- interference: while two jobs share a GPU both run ξ times slower (Eq. 5–6).
+- interference: while two jobs share a GPU each runs ξ times slower (Eq. 5–6; one constant, or
+  per application pair).
 """
 
 from __future__ import annotations
@@ -194,7 +195,8 @@ class Sharing(_Base):
     def _best_pair(self, sim, job, host, per):
         """Alg. 2: for micro-batches from the requested one down by halves, Theorem 1's best
         of sequential vs fully overlapped execution; the best pair JCT and its sharing flag."""
-        xi = self.ex.interference
+        xi_a = self.ex.ratio(job.spec.application, host.spec.application)
+        xi_b = self.ex.ratio(host.spec.application, job.spec.application)
         host_run = self.ex.runs[host.job_id]
         assert host_run.cfg is not None
         L_b = self.ex.remaining_time(host, host_run.placement, host_run.cfg)
@@ -205,7 +207,7 @@ class Sharing(_Base):
             if not self._fits(job, cfg, host):
                 continue
             L_a = self.ex.remaining_time(job, placement, cfg)
-            sf, t = theorem1(L_a, L_b, xi, xi)
+            sf, t = theorem1(L_a, L_b, xi_a, xi_b)
             if t <= best[2]:
                 best = (sf, limit, t)
         return best
