@@ -12,7 +12,7 @@ from ddlsched.experiments.luo24 import pollux_data
 
 
 def test_registered_with_the_issue_names_rows_and_metrics():
-    for name in ("luo24-table3", "luo24-table4", "luo24-fig6a", "luo24-fig6b"):
+    for name in ("luo24-table2", "luo24-table3", "luo24-table4", "luo24-fig6a", "luo24-fig6b"):
         assert name in EXPERIMENTS
     t3 = EXPERIMENTS["luo24-table3"]
     assert [r.name for r in t3.rows] == ["FIFO", "SJF", "Tiresias", "SJF-FFS", "SJF-BSBF"]

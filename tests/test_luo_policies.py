@@ -133,3 +133,34 @@ def test_pair_interference_file_errors(tmp_path):
     with pytest.raises(InputError) as e:
         read_pair_interference(str(bad))
     assert (e.value.line, e.value.field) == (2, "xi")
+
+
+def test_fixed_iteration_jobs_run_their_iterations_not_epochs():
+    # toy: 1 s per iteration at micro-batch 32 alone; a job of 150 iterations ends at 150 s,
+    # regardless of the application's epochs (300 progress); on 2 GPUs with batch 64 the
+    # micro-batch is still 32 → also 1 s per iteration
+    from ddlsched.core.job import JobSpec, ModelProfile
+
+    jobs = [
+        JobSpec(
+            0, 0.0, 1, 150, ModelProfile("toy", 0, 0, 32, 0, 0), application="toy", batch_size=32
+        ),
+        JobSpec(
+            1, 10.0, 2, 40, ModelProfile("toy", 0, 0, 64, 0, 0), application="toy", batch_size=64
+        ),
+    ]
+    res = _run(jobs, Exclusive("fifo", order="fifo"), {"toy": toy_app()}, gpus=4, share=False)
+    assert [j.finish for j in res.jobs] == [pytest.approx(150.0), pytest.approx(50.0)]
+
+
+def test_luo24_physical_workload_follows_the_paper():
+    from collections import Counter
+
+    from ddlsched.workloads.presets import load_workload
+
+    jobs = load_workload("luo24-physical", seed=3)
+    sizes = Counter(j.num_gpus >= 12 for j in jobs)
+    assert len(jobs) == 30 and sizes[True] == 10  # 10 jobs with 12 or 16 GPUs
+    assert {j.num_gpus for j in jobs if j.num_gpus < 12} <= {1, 2, 4, 8}
+    assert all(100 <= j.iterations <= 5000 for j in jobs)
+    assert load_workload("luo24-physical", seed=3) == jobs

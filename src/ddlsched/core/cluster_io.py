@@ -76,6 +76,10 @@ CLUSTER_PRESETS: dict[str, Callable[[int], Cluster]] = {
     "tiny": lambda seed: _tiny(),
     "yu22": yu22_cluster,
     "luo24": lambda seed: Cluster.homogeneous(16, 4, name="luo24", gpu_memory_mb=16384.0),
+    # Luo et al.'s physical testbed: 4 servers × 4 GPUs (2080 Ti), 10 Gb/s
+    "luo24-physical": lambda seed: Cluster.homogeneous(
+        4, 4, name="luo24-physical", gpu_memory_mb=11264.0, gpu_type="2080Ti"
+    ),
 }
 #: ``yu22-N``: the yu22 draw cut to its first N servers
 _SIZED = re.compile(r"^yu22-(\d+)$")

@@ -41,6 +41,28 @@ def accumulated_config(app: Application, replicas: int, batch: int, limit: int) 
     return BatchConfig(local=local, accum=k, a=a, M=replicas * a * (k + 1))
 
 
+class FixedIterations:
+    """An application whose job runs a fixed number of iterations at its batch instead of the
+    application's epochs (Luo's physical workload: "training iterations from 100 to 5000"):
+    one "epoch" of ``iterations`` progress at one iteration per T_iter, no statistical weighting.
+    Everything else (batches, memory, step times) is the application's."""
+
+    max_epochs = 1
+
+    def __init__(self, app: Application, iterations: int) -> None:
+        self._app = app
+        self.iterations = float(iterations)
+
+    def __getattr__(self, name: str):
+        return getattr(self._app, name)
+
+    def progress_at(self, epoch: int) -> float:
+        return self.iterations if epoch >= 1 else 0.0
+
+    def rate(self, placement, cfg, epoch: int) -> float:
+        return 1.0 / self._app.iteration_time(placement, cfg)
+
+
 class _Run:
     """One job's progress state (kept across preemptions: progress and epoch are not lost)."""
 
@@ -124,7 +146,10 @@ class ProfileExecutor:
         self.runs: dict[int, _Run] = {}
         self.busy = 0.0
         for j in sim.jobs:
-            self.runs[j.job_id] = _Run(j, self.apps[j.spec.application])
+            app = self.apps[j.spec.application]
+            if j.spec.iterations > 0:  # a fixed iteration count instead of epochs
+                app = FixedIterations(app, j.spec.iterations)  # type: ignore[assignment]
+            self.runs[j.job_id] = _Run(j, app)
 
     def busy_gpu_seconds(self) -> float:
         return self.busy

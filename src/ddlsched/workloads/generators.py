@@ -116,4 +116,16 @@ def luo24(seed: int = 0) -> list[JobSpec]:
     return generate_pollux_workload(seed, num_jobs=240)
 
 
-WORKLOAD_PRESETS = {"wang20": wang20, "yu22": yu22, "luo24": luo24}
+def luo24_physical(seed: int = 0) -> list[JobSpec]:
+    """Luo et al.'s 30-job physical-cluster workload (Table II), our reading of §VI-A."""
+    from .luo24 import generate_physical_workload
+
+    return generate_physical_workload(seed)
+
+
+WORKLOAD_PRESETS = {
+    "wang20": wang20,
+    "yu22": yu22,
+    "luo24": luo24,
+    "luo24-physical": luo24_physical,
+}
