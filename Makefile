@@ -24,6 +24,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_wang20.py
 	$(BIN)/python benchmarks/bench_yu22.py
+	$(BIN)/python benchmarks/bench_luo24.py
 
 clean:
 	rm -rf $(VENV) results build *.egg-info src/*.egg-info

@@ -145,6 +145,8 @@ class ProfileExecutor:
         self.sim = sim
         self.runs: dict[int, _Run] = {}
         self.busy = 0.0
+        #: remaining_time memo: (job, placement, config, epoch, progress) → seconds
+        self._remaining: dict[tuple, float] = {}
         for j in sim.jobs:
             app = self.apps[j.spec.application]
             if j.spec.iterations > 0:  # a fixed iteration count instead of epochs
@@ -221,6 +223,12 @@ class ProfileExecutor:
         """Seconds ``job`` still needs alone on ``placement`` with ``cfg`` (Luo's L_k): the sum
         over its remaining epochs of progress ÷ rate (no restart delay)."""
         r = self.runs[job.job_id]
+        key = (job.job_id, placement, cfg, r.epoch, r.progress)
+        hit = self._remaining.get(key)
+        if hit is not None:
+            return hit
+        if len(self._remaining) > 100_000:
+            self._remaining.clear()
         app = r.app
         total = 0.0
         progress = r.progress
@@ -228,6 +236,7 @@ class ProfileExecutor:
             target = app.progress_at(e + 1)
             total += max(target - progress, 0.0) / app.rate(placement, cfg, e)
             progress = target
+        self._remaining[key] = total
         return total
 
     def refresh(self, job: JobState) -> None:
