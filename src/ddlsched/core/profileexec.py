@@ -145,6 +145,8 @@ class ProfileExecutor:
         self.sim = sim
         self.runs: dict[int, _Run] = {}
         self.busy = 0.0
+        #: batch configurations by (job, micro-batch limit): pure functions of the job
+        self._configs: dict[tuple[int, int | None], BatchConfig] = {}
         #: remaining_time memo: (job, placement, config, epoch, progress) → seconds
         self._remaining: dict[tuple, float] = {}
         for j in sim.jobs:
@@ -158,10 +160,16 @@ class ProfileExecutor:
 
     def config(self, job: JobState, limit: int | None = None) -> BatchConfig:
         """The job's batch configuration; ``limit`` caps the micro-batch (accumulation)."""
-        app = self.runs[job.job_id].app
-        if limit is None or limit >= app.max_local:
-            return app.batch_config(job.num_gpus, job.spec.batch_size)
-        return accumulated_config(app, job.num_gpus, job.spec.batch_size, limit)
+        key = (job.job_id, limit)
+        cfg = self._configs.get(key)
+        if cfg is None:
+            app = self.runs[job.job_id].app
+            if limit is None or limit >= app.max_local:
+                cfg = app.batch_config(job.num_gpus, job.spec.batch_size)
+            else:
+                cfg = accumulated_config(app, job.num_gpus, job.spec.batch_size, limit)
+            self._configs[key] = cfg
+        return cfg
 
     def memory_share(self, job: JobState) -> float:
         """Fraction of a GPU's memory one worker uses: micro-batch ÷ the application's maximum

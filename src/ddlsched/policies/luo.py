@@ -55,6 +55,7 @@ class _Base:
     def attach(self, sim: Simulator) -> None:
         self.ex: ProfileExecutor = sim.executor  # type: ignore[assignment]
         self._length: dict[int, tuple[float, float]] = {}
+        self._limit_memo: dict[int, list[int]] = {}
 
     def on_round(self, sim: Simulator) -> None:
         pass
@@ -133,6 +134,9 @@ class Sharing(_Base):
         """Micro-batch candidates: the requested local batch, then halves (Alg. 2 lines 5, 12),
         keeping those whose accumulated micro-batch stays within the application's measured
         local batches."""
+        hit = self._limit_memo.get(job.job_id)
+        if hit is not None:
+            return hit
         app = self.ex.runs[job.job_id].app
         b = self.ex.config(job).a
         out = []
@@ -142,6 +146,7 @@ class Sharing(_Base):
             if b == 1:
                 break
             b //= 2
+        self._limit_memo[job.job_id] = out
         return out
 
     def _fits(self, job: JobState, cfg: BatchConfig, host: JobState) -> bool:
