@@ -164,3 +164,30 @@ def test_luo24_physical_workload_follows_the_paper():
     assert {j.num_gpus for j in jobs if j.num_gpus < 12} <= {1, 2, 4, 8}
     assert all(100 <= j.iterations <= 5000 for j in jobs)
     assert load_workload("luo24-physical", seed=3) == jobs
+
+
+def test_fifo_least_busy_placement_prefers_idle_gpus(tmp_path):
+    # 2 GPUs; A (1 GPU) runs 0–300 on GPU 0; B arrives at 400: least accumulated execution
+    # time is GPU 1 (0 s) not GPU 0 (300 s) → B on GPU 1 (consolidated would take GPU 0)
+    jobs = toy_jobs("a,0,toy,1,32\nb,400,toy,1,32\n", tmp_path)
+    apps = {"toy": toy_app()}
+    res = _run(
+        jobs, Exclusive("fifo", order="fifo", placement="least-busy"), apps, gpus=2, share=False
+    )
+    assert [j.placement for j in res.jobs] == ["0:0", "0:1"]
+    res = _run(jobs, Exclusive("fifo", order="fifo"), apps, gpus=2, share=False)
+    assert [j.placement for j in res.jobs] == ["0:0", "0:0"]
+
+
+def test_tiresias_thresholds_setting():
+    from ddlsched.api import Settings
+    from ddlsched.errors import InputError
+
+    assert Settings.from_mapping({"tiresias_thresholds": "1,10"}).tiresias_thresholds_hours == (
+        1.0,
+        10.0,
+    )
+    for bad in ("0", "10,1", "x"):
+        with pytest.raises(InputError) as e:
+            Settings.from_mapping({"tiresias_thresholds": bad})
+        assert e.value.field == "tiresias_thresholds"

@@ -166,3 +166,20 @@ def test_tiresias_events_semantics_is_close_and_faster():
     ref = _reference()["avgs"]["workload-6"]
     ours = _tiresias(6, "events").summary["avg_jct"]
     assert 0.9 * ref < ours < ref
+
+
+def test_three_queues_demote_twice(tmp_path):
+    # thresholds 200 and 800 GPU-s on 4 GPUs = 50 s and 200 s of execution: A alone is demoted
+    # at the round at 60 (240 ≥ 200) and at 240 (960 ≥ 800), ending in queue 2, and still
+    # finishes at 300 (nothing else to run)
+    jobs = _toy_jobs("a,0,toy,4,32\n", tmp_path)
+    sim = Simulator(
+        Cluster.homogeneous(1, 4),
+        jobs,
+        Tiresias(thresholds=(200.0, 800.0)),  # type: ignore[arg-type]
+        ProfileExecutor({"toy": _toy_app()}, rescale_delay=0.0),
+        max_jobs_per_gpu=1,
+    )
+    res = sim.run()
+    assert res.jobs[0].finish == 300.0 and res.jobs[0].preemptions == 0
+    assert sim.policy.queue_of(0) == 2

@@ -55,6 +55,7 @@ class Settings:
     rescale_delay: float = 30.0  # seconds without progress after every allocation
     interference: float = 1.5  # ξ: slowdown of both jobs while two share a GPU (Luo Eq. 5–6)
     interference_file: str = ""  # CSV app,other,xi: per-pair ξ (others use `interference`)
+    tiresias_thresholds: str = "16"  # GPU-hours between Tiresias queues, comma-separated
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, object], source: str = "--set") -> Settings:
@@ -110,6 +111,16 @@ class Settings:
             raise InputError("must be ≥ 1", source=source, field="horizon")
         if not self.interval > 0:
             raise InputError("must be > 0", source=source, field="interval")
+        try:
+            hours = self.tiresias_thresholds_hours
+        except ValueError:
+            hours = ()
+        if not hours or any(h <= 0 for h in hours) or list(hours) != sorted(hours):
+            raise InputError(
+                "expected increasing positive GPU-hours, e.g. 16 or 1,10",
+                source=source,
+                field="tiresias_thresholds",
+            )
         if self.interference < 1:
             raise InputError("must be ≥ 1", source=source, field="interference")
         if self.rescale_delay < 0:
@@ -127,6 +138,10 @@ class Settings:
     @property
     def contention(self) -> LinearContention:
         return LinearContention(a=self.a, b=self.b, eta=self.eta)
+
+    @property
+    def tiresias_thresholds_hours(self) -> tuple[float, ...]:
+        return tuple(float(x) for x in self.tiresias_thresholds.split(","))
 
     @property
     def rar(self) -> RarModel:
@@ -289,8 +304,11 @@ def _build_profiled(
     from .policies.tiresias import Tiresias
 
     makers = {
-        "tiresias": lambda: Tiresias(interval=settings.interval),
-        "fifo": lambda: Exclusive("fifo", order="fifo"),
+        "tiresias": lambda: Tiresias(
+            thresholds=tuple(h * 3600.0 for h in settings.tiresias_thresholds_hours),
+            interval=settings.interval,
+        ),
+        "fifo": lambda: Exclusive("fifo", order="fifo", placement="least-busy"),
         "sjf": lambda: Exclusive("sjf", order="sjf"),
         "sjf-ffs": lambda: Sharing("sjf-ffs", mode="ffs"),
         "sjf-bsbf": lambda: Sharing("sjf-bsbf", mode="bsbf"),

@@ -145,6 +145,8 @@ class ProfileExecutor:
         self.sim = sim
         self.runs: dict[int, _Run] = {}
         self.busy = 0.0
+        #: busy seconds per GPU of the allocations that ended (see ``gpu_busy``)
+        self.gpu_busy_done = [0.0] * sim.cluster.num_gpus
         #: batch configurations by (job, micro-batch limit): pure functions of the job
         self._configs: dict[tuple[int, int | None], BatchConfig] = {}
         #: remaining_time memo: (job, placement, config, epoch, progress) → seconds
@@ -157,6 +159,19 @@ class ProfileExecutor:
 
     def busy_gpu_seconds(self) -> float:
         return self.busy
+
+    def gpu_busy(self, gpu: int) -> float:
+        """Accumulated execution time of ``gpu`` so far (allocated seconds, every job on it)."""
+        now = self.sim.now
+        return self.gpu_busy_done[gpu] + sum(
+            now - self.runs[j.job_id].since for j in self.sim.residents[gpu]
+        )
+
+    def _account(self, r: _Run) -> None:
+        held = self.sim.now - r.since
+        self.busy += held * r.job.num_gpus
+        for g in r.job.gpus:
+            self.gpu_busy_done[g] += held
 
     def config(self, job: JobState, limit: int | None = None) -> BatchConfig:
         """The job's batch configuration; ``limit`` caps the micro-batch (accumulation)."""
@@ -194,7 +209,7 @@ class ProfileExecutor:
             self._advance(r, self.sim.now)
         r.running = False
         r.ver += 1
-        self.busy += (self.sim.now - r.since) * job.num_gpus
+        self._account(r)
         if self.semantics == "events":
             self._retime_neighbours(r, leaving=True)
 
@@ -294,7 +309,7 @@ class ProfileExecutor:
     def _finish(self, r: _Run, at: float) -> None:
         r.running = False
         r.ver += 1
-        self.busy += (self.sim.now - r.since) * r.job.num_gpus
+        self._account(r)
         if self.semantics == "events":
             self._retime_neighbours(r, leaving=True)
         self.sim.job_finished(r.job, at=at)

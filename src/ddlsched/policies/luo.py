@@ -83,6 +83,9 @@ class Exclusive(_Base):
 
     order: str = "fifo"
     backfill: bool = True
+    #: ``least-busy``: the free GPUs with least accumulated execution time (Luo's FIFO
+    #: baseline, §VI-A); ``consolidated``: Alg. 1 line 7's placement
+    placement: str = "consolidated"
 
     def schedule(self, sim: Simulator) -> None:
         if self.order == "fifo":
@@ -91,7 +94,11 @@ class Exclusive(_Base):
             queue = sorted(sim.queue, key=lambda j: (self.length(sim, j), j.arrival, j.job_id))
         free = self.free_gpus(sim)
         for job in queue:
-            gpus = consolidated(sim, free, job.num_gpus)
+            if self.placement == "least-busy":
+                ranked = sorted(free, key=lambda g: (self.ex.gpu_busy(g), g))
+                gpus = ranked[: job.num_gpus] if len(ranked) >= job.num_gpus else None
+            else:
+                gpus = consolidated(sim, free, job.num_gpus)
             if gpus is None:
                 if not self.backfill:
                     return
