@@ -54,3 +54,19 @@ def test_fitted_ground_truth_and_builtin_profiles_run():
     assert a.summary["num_jobs"] == b.summary["num_jobs"] == 40
     assert a.summary["avg_jct"] > 0 and b.summary["avg_jct"] > 0
     assert a.summary["avg_jct"] != b.summary["avg_jct"]  # a different ground truth
+
+
+def test_luo24_workload_from_a_philly_trace_via_settings(tmp_path):
+    # a tiny Philly-format trace: 3 jobs inside the 02:00–10:00 window, all ≥ 60 s
+    trace = tmp_path / "philly.csv"
+    trace.write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n"
+        "2017-10-03 02:10:00,600,1,600,a\n"
+        "2017-10-03 03:00:00,7200,8,57600,a\n"
+        "2017-10-03 05:30:00,100000,16,1600000,b\n"
+    )
+    from ddlsched.workloads.presets import load_workload
+
+    jobs = load_workload("luo24-3", seed=1, philly=str(trace))
+    assert len(jobs) == 3
+    assert sorted(j.arrival for j in jobs) == [600.0, 3600.0, 12600.0]

@@ -56,6 +56,7 @@ class Settings:
     interference: float = 1.5  # ξ: slowdown of both jobs while two share a GPU (Luo Eq. 5–6)
     interference_file: str = ""  # CSV app,other,xi: per-pair ξ (others use `interference`)
     tiresias_thresholds: str = "16"  # GPU-hours between Tiresias queues, comma-separated
+    philly: str = ""  # Philly trace the luo24 generators sample from (built-in stand-ins if "")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, object], source: str = "--set") -> Settings:
@@ -377,7 +378,9 @@ def simulate_named(
     from .workloads.presets import load_workload
 
     cl = load_cluster(cluster, seed)
-    jobs = load_workload(workload, seed=seed)
+    if settings is not None and not isinstance(settings, Settings):
+        settings = Settings.from_mapping(settings)
+    jobs = load_workload(workload, seed=seed, philly=(settings.philly if settings else "") or None)
     validate_fits(jobs, cl, workload)
     return simulate(
         cl, jobs, policy, placement=placement, seed=seed, settings=settings, progress=progress
