@@ -242,11 +242,21 @@ class ProfileExecutor:
                 self._advance(n, self.sim.now)
                 self._retime(n, leaving=r.job if leaving else None)
 
-    def remaining_time(self, job: JobState, placement: tuple[int, ...], cfg: BatchConfig) -> float:
-        """Seconds ``job`` still needs alone on ``placement`` with ``cfg`` (Luo's L_k): the sum
-        over its remaining epochs of progress ÷ rate (no restart delay)."""
+    def progress_now(self, job: JobState) -> float:
+        """Progress of ``job`` at this instant (a running job's fluid progress since its last
+        event included; nothing is changed)."""
         r = self.runs[job.job_id]
-        key = (job.job_id, placement, cfg, r.epoch, r.progress)
+        if not r.running or self.semantics != "events":
+            return r.progress
+        dt = self.sim.now - r.last - r.delay_left
+        return r.progress + r.rate * dt if dt > 0 else r.progress
+
+    def remaining_time(self, job: JobState, placement: tuple[int, ...], cfg: BatchConfig) -> float:
+        """Seconds ``job`` still needs alone on ``placement`` with ``cfg`` from now (Luo's L_k):
+        the sum over its remaining epochs of progress ÷ rate (no restart delay)."""
+        r = self.runs[job.job_id]
+        now_progress = self.progress_now(job)
+        key = (job.job_id, placement, cfg, r.epoch, now_progress)
         hit = self._remaining.get(key)
         if hit is not None:
             return hit
@@ -254,7 +264,7 @@ class ProfileExecutor:
             self._remaining.clear()
         app = r.app
         total = 0.0
-        progress = r.progress
+        progress = now_progress
         for e in range(r.epoch, app.max_epochs):
             target = app.progress_at(e + 1)
             total += max(target - progress, 0.0) / app.rate(placement, cfg, e)

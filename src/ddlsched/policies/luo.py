@@ -26,10 +26,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def consolidated(sim: Simulator, free: set[int], need: int) -> list[int] | None:
     """``need`` GPUs from ``free``, server with the most free GPUs first (lowest index on ties)."""
-    cl = sim.cluster
-    per = [[g for g in cl.gpus_of_server(s) if g in free] for s in range(cl.num_servers)]
-    if sum(len(p) for p in per) < need:
+    if len(free) < need:
         return None
+    cl = sim.cluster
+    per: list[list[int]] = [[] for _ in range(cl.num_servers)]
+    server = cl.gpu_server
+    for g in sorted(free):
+        per[server[g]].append(g)
     out: list[int] = []
     while need > 0:
         s = max(range(cl.num_servers), key=lambda k: (len(per[k]), -k))
