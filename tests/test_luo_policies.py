@@ -191,3 +191,57 @@ def test_tiresias_thresholds_setting():
         with pytest.raises(InputError) as e:
             Settings.from_mapping({"tiresias_thresholds": bad})
         assert e.value.field == "tiresias_thresholds"
+
+
+def test_an_elastic_restart_changes_gpus_and_batch():
+    # app with validated batches 32 and 64 (var = sqr = 1): gain at M=64 is 2/1.5 = 4/3.
+    # 1 GPU, batch 32 from 0 at 1/s; at 50 (progress 50) restarted on 2 GPUs with batch 64:
+    # local 32, 1 s per iteration, 4/3 per second → 250 left in 187.5 s → finish 237.5
+    from ddlsched.core.job import JobSpec, ModelProfile
+    from ddlsched.perf.profiles import Application
+
+    rows = [(100.0, 1.0, 1.0), (200.0, 1.0, 1.0), (300.0, 1.0, 1.0)]
+    app = Application(
+        "el",
+        [((n,), float(b), 1.0, 0.0) for n in (1, 2) for b in (1, 64)],
+        [],
+        {32: rows, 64: rows},
+        max_epochs=3,
+    )
+
+    class Resizer:
+        name, gate, interval = "resizer", None, None
+
+        def attach(self, sim):
+            self.ex = sim.executor
+            sim.at(50.0, self.grow, sim)
+
+        def grow(self, sim):
+            job = sim.jobs[0]
+            sim.preempt(job)
+            self.ex.batch_override[job.job_id] = 64
+            sim.start(job, [0, 1], resize=True)
+
+        def schedule(self, sim):
+            for job in list(sim.queue):
+                if job.start is None:
+                    sim.start(job, [0])
+
+        def on_round(self, sim):
+            pass
+
+    jobs = [
+        JobSpec(0, 0.0, 1, 0, ModelProfile("el", 0, 0, 32, 0, 0), application="el", batch_size=32)
+    ]
+    sim = Simulator(
+        Cluster.homogeneous(1, 2),
+        jobs,
+        Resizer(),  # type: ignore[arg-type]
+        ProfileExecutor({"el": app}, rescale_delay=0.0),
+        max_jobs_per_gpu=1,
+    )
+    res = sim.run()
+    assert res.jobs[0].finish == pytest.approx(237.5)
+    assert [s.placement for s in res.segments] == ["0:0", "0:0;0:1"]
+    # busy GPU-seconds: 50 on one GPU, then 187.5 on two
+    assert sim.executor.busy_gpu_seconds() == pytest.approx(50 + 2 * 187.5)

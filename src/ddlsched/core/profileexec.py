@@ -139,6 +139,8 @@ class ProfileExecutor:
         #: micro-batch limits chosen by a sharing policy for a job's next start (gradient
         #: accumulation with sub-batch ≤ limit), by job id
         self.micro_limit: dict[int, int] = {}
+        #: total batch chosen by an elastic policy (Pollux) for a job's next start, by job id
+        self.batch_override: dict[int, int] = {}
 
     # ------------------------------------------------------------------ Executor protocol
     def attach(self, sim: Simulator) -> None:
@@ -148,7 +150,7 @@ class ProfileExecutor:
         #: busy seconds per GPU of the allocations that ended (see ``gpu_busy``)
         self.gpu_busy_done = [0.0] * sim.cluster.num_gpus
         #: batch configurations by (job, micro-batch limit): pure functions of the job
-        self._configs: dict[tuple[int, int | None], BatchConfig] = {}
+        self._configs: dict[tuple[int, int | None, int, int], BatchConfig] = {}
         #: remaining_time memo: (job, placement, config, epoch, progress) → seconds
         self._remaining: dict[tuple, float] = {}
         for j in sim.jobs:
@@ -169,20 +171,29 @@ class ProfileExecutor:
 
     def _account(self, r: _Run) -> None:
         held = self.sim.now - r.since
-        self.busy += held * r.job.num_gpus
+        self.busy += held * len(r.job.gpus)
         for g in r.job.gpus:
             self.gpu_busy_done[g] += held
 
-    def config(self, job: JobState, limit: int | None = None) -> BatchConfig:
-        """The job's batch configuration; ``limit`` caps the micro-batch (accumulation)."""
-        key = (job.job_id, limit)
+    def config(
+        self,
+        job: JobState,
+        limit: int | None = None,
+        replicas: int | None = None,
+        batch: int | None = None,
+    ) -> BatchConfig:
+        """The job's batch configuration on ``replicas`` GPUs (default: requested) with total
+        ``batch`` (default: requested); ``limit`` caps the micro-batch (accumulation)."""
+        R = replicas or job.num_gpus
+        B = batch or job.spec.batch_size
+        key = (job.job_id, limit, R, B)
         cfg = self._configs.get(key)
         if cfg is None:
             app = self.runs[job.job_id].app
             if limit is None or limit >= app.max_local:
-                cfg = app.batch_config(job.num_gpus, job.spec.batch_size)
+                cfg = app.batch_config(R, B)
             else:
-                cfg = accumulated_config(app, job.num_gpus, job.spec.batch_size, limit)
+                cfg = accumulated_config(app, R, B, limit)
             self._configs[key] = cfg
         return cfg
 
@@ -194,7 +205,12 @@ class ProfileExecutor:
 
     def start(self, job: JobState, delay: float) -> None:
         r = self.runs[job.job_id]
-        r.cfg = self.config(job, self.micro_limit.pop(job.job_id, None))
+        r.cfg = self.config(
+            job,
+            self.micro_limit.pop(job.job_id, None),
+            replicas=len(job.gpus),
+            batch=self.batch_override.pop(job.job_id, None),
+        )
         r.placement = placement_tuple(job.gpus, self.sim.cluster.gpu_server)
         r.delay_left = self.rescale_delay
         r.running = True

@@ -140,12 +140,13 @@ class Simulator:
         return self._loads
 
     # ------------------------------------------------------------------ actions for policies
-    def start(self, job: JobState, gpus: Sequence[int]) -> None:
-        """Place ``job`` on ``gpus`` (distinct, each must fit) and start it."""
+    def start(self, job: JobState, gpus: Sequence[int], *, resize: bool = False) -> None:
+        """Place ``job`` on ``gpus`` (distinct, each must fit) and start it. ``resize`` lets an
+        elastic policy (Pollux) give the job another number of GPUs than it requested."""
         gpus = tuple(gpus)
         if job.status != QUEUED:
             raise RuntimeError(f"job {job.job_id} is not queued")
-        if len(gpus) != job.num_gpus or len(set(gpus)) != len(gpus):
+        if not gpus or len(set(gpus)) != len(gpus) or (not resize and len(gpus) != job.num_gpus):
             raise RuntimeError(f"job {job.job_id} needs {job.num_gpus} distinct GPUs, got {gpus}")
         for g in gpus:
             if not self.fits(job, g):
