@@ -302,6 +302,7 @@ def _build_profiled(
     from .core.profileexec import ProfileExecutor
     from .perf.profiles import load_applications
     from .policies.luo import Exclusive, Sharing
+    from .policies.pollux import Pollux
     from .policies.tiresias import Tiresias
 
     makers = {
@@ -313,6 +314,7 @@ def _build_profiled(
         "sjf": lambda: Exclusive("sjf", order="sjf"),
         "sjf-ffs": lambda: Sharing("sjf-ffs", mode="ffs"),
         "sjf-bsbf": lambda: Sharing("sjf-bsbf", mode="bsbf"),
+        "pollux": lambda: Pollux(interval=settings.interval),
     }
     if name not in makers:
         raise InputError(
