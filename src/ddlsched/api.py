@@ -12,7 +12,9 @@ from .core.results import SimResult
 from .core.simulator import Simulator
 from .core.taskexec import TaskExecutor
 from .errors import InputError, suggest
+from .perf.builtin_apps import builtin_profiles
 from .perf.contention import LinearContention
+from .perf.profiles import read_pair_interference
 from .perf.rar import DEGRADATIONS, RarModel, RarRate
 from .planning import PLANNER_NAMES, PlannerParams, PlanningError, PlanPolicy, make_planner
 from .policies.registry import make_policy
@@ -238,58 +240,6 @@ def _build_planned(
         raise InputError(str(e), source="--set", field="horizon") from None
 
 
-def read_pair_interference(path: str) -> dict[tuple[str, str], float]:
-    """Per-pair interference ratios: CSV ``app,other,xi`` (ξ of ``app``'s job when it shares a
-    GPU with ``other``'s), header required; errors name file, line and field."""
-    import csv
-
-    try:
-        text = open(path, encoding="utf-8").read()
-    except OSError as e:
-        raise InputError(f"cannot read file: {e.strerror}", source=path) from None
-    rows = list(csv.reader(text.splitlines()))
-    if not rows or [c.strip() for c in rows[0]] != ["app", "other", "xi"]:
-        raise InputError("expected the header app,other,xi", source=path, line=1)
-    out: dict[tuple[str, str], float] = {}
-    for n, row in enumerate(rows[1:], start=2):
-        if not row:
-            continue
-        if len(row) != 3:
-            raise InputError(f"expected 3 fields, got {len(row)}", source=path, line=n)
-        try:
-            xi = float(row[2])
-        except ValueError:
-            raise InputError(
-                f"expected a number, got {row[2]!r}", source=path, line=n, field="xi"
-            ) from None
-        if not xi >= 1:
-            raise InputError("must be ≥ 1", source=path, line=n, field="xi")
-        out[(row[0].strip(), row[1].strip())] = xi
-    return out
-
-
-def builtin_profiles() -> dict:
-    """The built-in synthetic applications, also under the Pollux application names they stand
-    in for (so Pollux-format workloads run without the artifact's data)."""
-    from .perf.builtin_apps import builtin_applications
-
-    apps = dict(builtin_applications())
-    for pollux, ours in BUILTIN_STANDINS.items():
-        apps.setdefault(pollux, apps[ours])
-    return apps
-
-
-#: Pollux application → built-in synthetic stand-in (similar batch ranges; docs/models.md)
-BUILTIN_STANDINS = {
-    "cifar10": "synthetic-cnn",
-    "imagenet": "synthetic-resnet",
-    "bert": "synthetic-bert",
-    "ncf": "synthetic-rec",
-    "deepspeech2": "synthetic-speech",
-    "yolov3": "synthetic-speech",
-}
-
-
 def _build_profiled(
     cluster: Cluster,
     jobs: Sequence[JobSpec],
@@ -340,7 +290,7 @@ def _build_profiled(
             field="profiles",
         )
     pol = makers[name]()
-    sharing = name.startswith("sjf-")
+    per_gpu = getattr(pol, "jobs_per_gpu", 1)  # sharing policies declare their degree
     return Simulator(
         cluster,
         jobs,
@@ -356,7 +306,7 @@ def _build_profiled(
             else None,
         ),
         seed=seed,
-        max_jobs_per_gpu=(settings.max_jobs_per_gpu or 2) if sharing else 1,
+        max_jobs_per_gpu=(settings.max_jobs_per_gpu or per_gpu) if per_gpu > 1 else 1,
         progress=progress,
         semantics=settings.semantics,
         round_interval=settings.interval,

@@ -102,7 +102,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"  {name:10s} {text}")
     print("application-profile policies (Pollux-format workloads, --set profiles=DIR):")
     print("  tiresias   2D-LAS, 2 queues, 16 GPU-hour threshold (the Pollux artifact's Tiresias)")
-    print("  fifo       arrival order, exclusive GPUs, consolidated placement (Luo baseline)")
+    print("  fifo       arrival order, exclusive GPUs, least-busy free GPUs (Luo baseline)")
     print("  sjf        shortest remaining time alone first, exclusive GPUs (Luo baseline)")
     print("  sjf-ffs    SJF, shares GPUs holding one job first-fit when free GPUs run out")
     print("  sjf-bsbf   SJF, shares only where Theorem 1 says it pays (Luo Alg. 1–2)")

@@ -223,6 +223,11 @@ class ProfileExecutor:
         r = self.runs[job.job_id]
         if self.semantics == "events":
             self._advance(r, self.sim.now)
+        self._leave(r)
+
+    def _leave(self, r: _Run) -> None:
+        """``r`` leaves its GPUs (preempted or finished): void its pending event, account its
+        busy time, re-time the jobs that shared its GPUs."""
         r.running = False
         r.ver += 1
         self._account(r)
@@ -264,8 +269,7 @@ class ProfileExecutor:
         r = self.runs[job.job_id]
         if not r.running or self.semantics != "events":
             return r.progress
-        dt = self.sim.now - r.last - r.delay_left
-        return r.progress + r.rate * dt if dt > 0 else r.progress
+        return self._fluid(r, self.sim.now)[0]
 
     def remaining_time(self, job: JobState, placement: tuple[int, ...], cfg: BatchConfig) -> float:
         """Seconds ``job`` still needs alone on ``placement`` with ``cfg`` from now (Luo's L_k):
@@ -301,15 +305,21 @@ class ProfileExecutor:
         return self.runs[job.job_id].progress
 
     # ------------------------------------------------------------------ events semantics
-    def _advance(self, r: _Run, now: float) -> None:
-        """Fluid progress from ``r.last`` to ``now`` within the current epoch (events mode)."""
+    @staticmethod
+    def _fluid(r: _Run, now: float) -> tuple[float, float]:
+        """(progress, restart delay left) of ``r`` at ``now``: the delay is served first, then
+        progress grows at ``r.rate`` (events mode, within the current epoch)."""
         dt = now - r.last
         if dt <= 0:
-            return
+            return r.progress, r.delay_left
         wait = min(r.delay_left, dt)
-        r.delay_left -= wait
-        r.progress += r.rate * (dt - wait)
-        r.last = now
+        return r.progress + r.rate * (dt - wait), r.delay_left - wait
+
+    def _advance(self, r: _Run, now: float) -> None:
+        """Bring ``r`` to ``now`` (see ``_fluid``)."""
+        if now > r.last:
+            r.progress, r.delay_left = self._fluid(r, now)
+            r.last = now
 
     def _retime(self, r: _Run, leaving: JobState | None = None) -> None:
         """Schedule the next epoch crossing (or completion) of a running job."""
@@ -333,11 +343,7 @@ class ProfileExecutor:
             self._retime(r)
 
     def _finish(self, r: _Run, at: float) -> None:
-        r.running = False
-        r.ver += 1
-        self._account(r)
-        if self.semantics == "events":
-            self._retime_neighbours(r, leaving=True)
+        self._leave(r)
         self.sim.job_finished(r.job, at=at)
 
     # ------------------------------------------------------------------ rounds semantics

@@ -206,19 +206,15 @@ class Simulator:
         self.queue.append(job)
         self._dirty = True
 
-    def _tick(self, interval: float) -> None:
-        """A ``rounds`` boundary: the executor advances everything one step, then the policy."""
-        self.executor.tick(self.now)  # type: ignore[attr-defined]
-        self.policy.on_round(self)
-        self._dirty = True
-        if self.finished < len(self.jobs):
-            self.at(self.now + interval, self._tick, interval)
-
-    def _round(self, interval: float) -> None:
+    def _round(self, interval: float, tick: bool = False) -> None:
+        """A policy round; with ``tick`` (``rounds`` semantics) the executor first advances
+        every running job one step."""
+        if tick:
+            self.executor.tick(self.now)  # type: ignore[attr-defined]
         if self.finished < len(self.jobs):
             self.policy.on_round(self)
             self._dirty = True
-            self.at(self.now + interval, self._round, interval)
+            self.at(self.now + interval, self._round, interval, tick)
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> SimResult:
@@ -232,7 +228,7 @@ class Simulator:
             self.at(t, self._arrive, job)
         interval = getattr(self.policy, "interval", None)
         if rounds:
-            self.at(step, self._tick, step)
+            self.at(step, self._round, step, True)
         elif interval:
             self.at(self.jobs[0].arrival if self.jobs else 0.0, self._round, float(interval))
         heap = self._heap

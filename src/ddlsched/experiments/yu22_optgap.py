@@ -38,7 +38,7 @@ from ..core.cluster import Cluster, Server
 from ..core.cluster_io import YU22_INTRA_GBPS, YU22_NETWORK_GBPS, yu22_cluster
 from ..core.job import JobSpec
 from ..perf.rar import RarModel, gbps_to_bytes
-from ..planning.plan import Estimator
+from ..planning.plan import makespan_lower_bound
 from ..planning.planners import PlannerParams, make_planner
 from ..workloads.generators import WANG20_GPU_MIX, yu22
 from .plots import bar_chart
@@ -106,9 +106,7 @@ def small_instance(index: int, max_jobs: int = SMALL_MAX_JOBS) -> tuple[Cluster,
 def simple_lower_bound(cluster: Cluster, jobs: list[JobSpec], model: RarModel) -> float:
     """``PlanPolicy``'s ``makespan_lower_bound``: max(GPU-time ÷ GPUs, longest job), each job
     on one server without contention."""
-    est = Estimator(cluster, model, "isolated")
-    work = sum(s.num_gpus * est.rho_lower(s) for s in jobs)
-    return max(work / cluster.num_gpus, max(est.rho_lower(s) for s in jobs))
+    return makespan_lower_bound(cluster, jobs, model)
 
 
 def _small(index: int, max_jobs: int, time_limit: float, work_limit: float) -> dict:

@@ -213,3 +213,23 @@ def builtin_applications() -> dict[str, Application]:
 def builtin_params() -> dict[str, ThroughputParams]:
     """The throughput parameters the built-in applications were generated from."""
     return {s.name: s.params for s in SPECS}
+
+
+def builtin_profiles() -> dict:
+    """The built-in synthetic applications, also under the Pollux application names they stand
+    in for (so Pollux-format workloads run without the artifact's data)."""
+    apps = dict(builtin_applications())
+    for pollux, ours in BUILTIN_STANDINS.items():
+        apps.setdefault(pollux, apps[ours])
+    return apps
+
+
+#: Pollux application → built-in synthetic stand-in (similar batch ranges; docs/models.md)
+BUILTIN_STANDINS = {
+    "cifar10": "synthetic-cnn",
+    "imagenet": "synthetic-resnet",
+    "bert": "synthetic-bert",
+    "ncf": "synthetic-rec",
+    "deepspeech2": "synthetic-speech",
+    "yolov3": "synthetic-speech",
+}

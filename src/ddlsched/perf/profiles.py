@@ -510,3 +510,31 @@ def load_applications(root: str | Path) -> dict[str, Application]:
     if not apps:
         raise InputError("no application folders (with a placements.csv) found", source=str(root))
     return apps
+
+
+def read_pair_interference(path: str) -> dict[tuple[str, str], float]:
+    """Per-pair interference ratios: CSV ``app,other,xi`` (ξ of ``app``'s job when it shares a
+    GPU with ``other``'s), header required; errors name file, line and field."""
+    try:
+        text = open(path, encoding="utf-8").read()
+    except OSError as e:
+        raise InputError(f"cannot read file: {e.strerror}", source=path) from None
+    rows = list(csv.reader(text.splitlines()))
+    if not rows or [c.strip() for c in rows[0]] != ["app", "other", "xi"]:
+        raise InputError("expected the header app,other,xi", source=path, line=1)
+    out: dict[tuple[str, str], float] = {}
+    for n, row in enumerate(rows[1:], start=2):
+        if not row:
+            continue
+        if len(row) != 3:
+            raise InputError(f"expected 3 fields, got {len(row)}", source=path, line=n)
+        try:
+            xi = float(row[2])
+        except ValueError:
+            raise InputError(
+                f"expected a number, got {row[2]!r}", source=path, line=n, field="xi"
+            ) from None
+        if not xi >= 1:
+            raise InputError("must be ≥ 1", source=path, line=n, field="xi")
+        out[(row[0].strip(), row[1].strip())] = xi
+    return out

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..perf.rar import RarModel
-from .plan import Estimator, Plan
+from .plan import Plan, makespan_lower_bound
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.simulator import Simulator
@@ -72,16 +72,13 @@ class PlanPolicy:
                 continue
             executed += j.finish - j.start
             ideal += j.spec.iterations * model.ideal_time(cl, j.spec, j.servers)
-        est = Estimator(cl, model, "isolated")
-        work = sum(j.spec.num_gpus * est.rho_lower(j.spec) for j in sim.jobs)
-        longest = max((est.rho_lower(j.spec) for j in sim.jobs), default=0.0)
         out = {
             # share of executed time due to contention (k > 1) and overhead (γ): the paper's
             # "extra time cost … within 15 % of the total actual execution time" (§7)
             "extra_share": (executed - ideal) / executed if executed > 0 else 0.0,
             # no schedule finishes before this (total GPU-time / GPUs, longest job; one server,
             # no contention)
-            "makespan_lower_bound": max(work / cl.num_gpus, longest),
+            "makespan_lower_bound": makespan_lower_bound(cl, [j.spec for j in sim.jobs], model),
             "planned_makespan": self.plan.makespan,
             "planned_avg_jct": self.plan.avg_jct,
             "exec_over_planned_min": float(r.min()),

@@ -85,8 +85,7 @@ class Estimator:
 
     def rho_lower(self, spec: JobSpec) -> float:
         """ρ̂ on one server without contention: no placement does better (b_e ≤ b_i)."""
-        tau = self.model.iteration_time(spec, 1, 1, float(self.b_e.max()), float(self.b_i.max()))
-        return spec.iterations * tau
+        return self.rho_by_servers(spec, 1)
 
     def rho_by_servers(self, spec: JobSpec, num_servers: int) -> float:
         """Isolated ρ̂ on ``num_servers`` servers of the fastest kind (for bounds and solvers)."""
@@ -94,6 +93,15 @@ class Estimator:
             spec, num_servers, 1, float(self.b_e.max()), float(self.b_i.max())
         )
         return spec.iterations * tau
+
+
+def makespan_lower_bound(cluster: Cluster, jobs: Sequence[JobSpec], model: RarModel) -> float:
+    """No schedule finishes before max(total GPU-time ÷ GPUs, longest job), each job taken on
+    one server without contention (``Estimator.rho_lower``)."""
+    est = Estimator(cluster, model, "isolated")
+    rho = [est.rho_lower(s) for s in jobs]
+    work = sum(s.num_gpus * r for s, r in zip(jobs, rho, strict=True))
+    return max(work / cluster.num_gpus, max(rho, default=0.0))
 
 
 class Timeline:

@@ -17,30 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .placement import consolidated
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.profileexec import ProfileExecutor
     from ..core.simulator import Simulator
     from ..core.state import JobState
     from ..perf.profiles import BatchConfig
-
-
-def consolidated(sim: Simulator, free: set[int], need: int) -> list[int] | None:
-    """``need`` GPUs from ``free``, server with the most free GPUs first (lowest index on ties)."""
-    if len(free) < need:
-        return None
-    cl = sim.cluster
-    per: list[list[int]] = [[] for _ in range(cl.num_servers)]
-    server = cl.gpu_server
-    for g in sorted(free):
-        per[server[g]].append(g)
-    out: list[int] = []
-    while need > 0:
-        s = max(range(cl.num_servers), key=lambda k: (len(per[k]), -k))
-        take = min(len(per[s]), need)
-        out += per[s][:take]
-        per[s] = per[s][take:]
-        need -= take
-    return out
 
 
 def compact_placement(num_gpus: int, per_server: int) -> tuple[int, ...]:
@@ -116,6 +99,8 @@ class Sharing(_Base):
     fit on free GPUs may share GPUs that hold exactly one job (Alg. 1 lines 9–17)."""
 
     mode: str = "bsbf"
+    #: at most two jobs per GPU (Luo's C = 2); the engine enforces it
+    jobs_per_gpu = 2
 
     def schedule(self, sim: Simulator) -> None:
         queue = sorted(sim.queue, key=lambda j: (self.length(sim, j), j.arrival, j.job_id))

@@ -25,6 +25,25 @@ def _available(job: JobState, sim: Simulator) -> list[int]:
     return [g for g in range(sim.cluster.num_gpus) if fits(job, g)]
 
 
+def consolidated(sim: Simulator, free: set[int], need: int) -> list[int] | None:
+    """``need`` GPUs from ``free``, server with the most free GPUs first (lowest index on ties)."""
+    if len(free) < need:
+        return None
+    cl = sim.cluster
+    per: list[list[int]] = [[] for _ in range(cl.num_servers)]
+    server = cl.gpu_server
+    for g in sorted(free):
+        per[server[g]].append(g)
+    out: list[int] = []
+    while need > 0:
+        s = max(range(cl.num_servers), key=lambda k: (len(per[k]), -k))
+        take = min(len(per[s]), need)
+        out += per[s][:take]
+        per[s] = per[s][take:]
+        need -= take
+    return out
+
+
 @dataclass(frozen=True)
 class FirstFit:
     """FF: the first n available GPUs in cluster order."""

@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .placement import consolidated
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.simulator import Simulator
     from ..core.state import JobState
@@ -97,22 +99,13 @@ class Tiresias:
             if jid in sim.running:
                 sim.preempt(job)
         self._running = admitted_ids
-        # 4. placement of admitted jobs without GPUs (queue order)
-        cl = sim.cluster
-        free_on = [
-            [g for g in cl.gpus_of_server(s) if not sim.residents[g]] for s in range(cl.num_servers)
-        ]
+        # 4. placement of admitted jobs without GPUs (queue order): most free GPUs first
+        free_gpus = {g for g in range(sim.cluster.num_gpus) if not sim.residents[g]}
         for job in admitted:
             if job.job_id in sim.running:
                 continue
-            need = job.num_gpus
-            gpus: list[int] = []
-            while need > 0:
-                s = max(range(cl.num_servers), key=lambda k: (len(free_on[k]), -k))
-                take = min(len(free_on[s]), need)
-                if take == 0:  # cannot happen: admission kept the budget
-                    raise RuntimeError("Tiresias admitted a job that does not fit")
-                gpus += free_on[s][:take]
-                free_on[s] = free_on[s][take:]
-                need -= take
+            gpus = consolidated(sim, free_gpus, job.num_gpus)
+            if gpus is None:  # cannot happen: admission kept the budget
+                raise RuntimeError("Tiresias admitted a job that does not fit")
+            free_gpus.difference_update(gpus)
             sim.start(job, gpus)
