@@ -157,3 +157,29 @@ def test_reproduce_fig7_one_seed(tmp_path, capsys):
     assert set(mk) == {"λ=1", "λ=2", "λ=4", "λ=8"}
     assert all(np.isfinite(v) and v > 0 for v in mk.values())
     assert (out / "yu22-fig7.png").stat().st_size > 0
+
+
+def test_plots_for_series_and_suffixed_bars(tmp_path):
+    from ddlsched.experiments.plots import bar_chart, series_chart
+    from ddlsched.experiments.runner import Experiment, Row
+
+    exp = Experiment(
+        "demo", "", "tiny", "wang20", [Row("A", "fifo-ff"), Row("B", "srsf1")], ["makespan"]
+    )
+    table = [
+        {
+            "variant": v,
+            "row": r,
+            "metric": "makespan",
+            "paper": float("nan"),
+            "ours_mean": m,
+            "ours_ci_low": m - 1,
+            "ours_ci_high": m + 1,
+        }
+        for v, rows in (("n=1", {"A": 5.0, "B": 4.0}), ("n=2", {"A": 3.0, "B": 2.0}))
+        for r, m in rows.items()
+    ]
+    p = series_chart(exp, table, tmp_path, "makespan", "n", ["1", "2"])
+    assert p == tmp_path / "demo.png" and p.stat().st_size > 0
+    q = bar_chart(exp, table, tmp_path, "makespan", suffix="mk")
+    assert q == tmp_path / "demo-mk.png" and q.stat().st_size > 0
