@@ -32,6 +32,10 @@ class JobSpec:
     Jobs of an application-profile workload (Luo, Pollux) name their ``application`` and total
     ``batch_size`` and run for the application's epochs instead (``iterations`` = 0); ``name`` is
     the workload file's job name where it has one.
+
+    Jobs imported from a job trace (Philly, Gavel, Tiresias formats) carry a measured wall-clock
+    ``duration`` in seconds (> 0) on ``num_gpus`` dedicated GPUs instead of a performance
+    model; 0 means "not a duration job".
     """
 
     job_id: int
@@ -42,6 +46,7 @@ class JobSpec:
     application: str = ""
     batch_size: int = 0
     name: str = ""
+    duration: float = 0.0
 
     @property
     def memory_mb(self) -> float:
