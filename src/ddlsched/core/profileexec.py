@@ -21,7 +21,7 @@ Two semantics (``--set semantics=``):
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..perf.profiles import Application, BatchConfig
@@ -96,6 +96,12 @@ class _Run:
         self.since = 0.0
 
 
+def compact_placement(num_gpus: int, per_server: int) -> tuple[int, ...]:
+    """The most consolidated placement tuple of ``num_gpus`` on servers of ``per_server``."""
+    full, rest = divmod(num_gpus, per_server)
+    return (per_server,) * full + ((rest,) if rest else ())
+
+
 def placement_tuple(gpus: tuple[int, ...], gpu_server: tuple[int, ...]) -> tuple[int, ...]:
     """GPUs per node as run lengths of consecutive equal node ids in allocation order (the
     artifact's placement tuple)."""
@@ -109,6 +115,17 @@ def placement_tuple(gpus: tuple[int, ...], gpu_server: tuple[int, ...]) -> tuple
             out.append(1)
             prev = s
     return tuple(out)
+
+
+class Agent(Protocol):
+    """The job-side agent of an elastic policy (Pollux's PolluxAgent), called by the executor
+    while a job runs, between the policy's rounds."""
+
+    def observe(self, run: _Run) -> None:
+        """``run`` is about to run its current configuration (placement, ``cfg``, epoch)."""
+
+    def rebatch(self, run: _Run) -> int | None:
+        """The total batch ``run`` should use from now on, or None to keep its own."""
 
 
 class ProfileExecutor:
@@ -141,6 +158,8 @@ class ProfileExecutor:
         self.micro_limit: dict[int, int] = {}
         #: total batch chosen by an elastic policy (Pollux) for a job's next start, by job id
         self.batch_override: dict[int, int] = {}
+        #: an elastic policy's job agent (observations and batch re-tuning between epochs)
+        self.agent: Agent | None = None
 
     # ------------------------------------------------------------------ Executor protocol
     def attach(self, sim: Simulator) -> None:
@@ -292,6 +311,11 @@ class ProfileExecutor:
         self._remaining[key] = total
         return total
 
+    def remaining_alone(self, job: JobState) -> float:
+        """L_k: ``remaining_time`` on the most consolidated placement at the requested batch."""
+        per = self.sim.cluster.max_gpus_per_server
+        return self.remaining_time(job, compact_placement(job.num_gpus, per), self.config(job))
+
     def refresh(self, job: JobState) -> None:
         """Service left for policies: epochs still to run (a progress measure, not seconds)."""
         r = self.runs[job.job_id]
@@ -324,6 +348,8 @@ class ProfileExecutor:
     def _retime(self, r: _Run, leaving: JobState | None = None) -> None:
         """Schedule the next epoch crossing (or completion) of a running job."""
         assert r.cfg is not None
+        if self.agent is not None:
+            self.agent.observe(r)
         r.rate = r.app.rate(r.placement, r.cfg, r.epoch) / self.slowdown(r.job, leaving)
         target = r.app.progress_at(r.epoch + 1)
         t = r.last + r.delay_left + max(target - r.progress, 0.0) / r.rate
@@ -340,6 +366,31 @@ class ProfileExecutor:
         if r.epoch >= r.app.max_epochs:
             self._finish(r, self.sim.now)
         else:
+            self._rebatch(r)
+            self._retime(r)
+
+    def _rebatch(self, r: _Run) -> bool:
+        """Ask the agent for ``r``'s batch (between epochs, as the artifact's ``Job.step``
+        re-tunes it; sim:156, 162); True if the configuration changed."""
+        if self.agent is None:
+            return False
+        batch = self.agent.rebatch(r)
+        if batch is None:
+            return False
+        cfg = self.config(r.job, replicas=len(r.job.gpus), batch=batch)
+        if cfg == r.cfg:
+            return False
+        r.cfg = cfg
+        return True
+
+    def rebatch(self, job: JobState) -> None:
+        """Re-tune a running job's batch now without a restart (an elastic policy's round in
+        ``events`` semantics; ``rounds`` re-tunes inside every step)."""
+        r = self.runs[job.job_id]
+        if not r.running or self.semantics != "events":
+            return
+        self._advance(r, self.sim.now)
+        if self._rebatch(r):
             self._retime(r)
 
     def _finish(self, r: _Run, at: float) -> None:
@@ -370,10 +421,13 @@ class ProfileExecutor:
         t = start + d
         slow = self.slowdown(r.job)
         while s > 0:
+            if self.agent is not None:
+                self.agent.observe(r)
             g = app.rate(r.placement, r.cfg, r.epoch) / slow
             target = app.progress_at(r.epoch + 1)
             if r.progress + g * s < target:
                 r.progress += g * s
+                self._rebatch(r)
                 return None
             r.epoch += 1
             delta = round((target - r.progress) / g)  # whole seconds, halves to even
@@ -382,4 +436,5 @@ class ProfileExecutor:
             t += delta
             if r.epoch >= app.max_epochs:
                 return t
+            self._rebatch(r)
         return None

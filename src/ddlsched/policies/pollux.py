@@ -44,6 +44,7 @@ class Pollux:
 
     def attach(self, sim: Simulator) -> None:
         self.ex: ProfileExecutor = sim.executor  # type: ignore[assignment]
+        self.ex.agent = self
         self._alloc: dict[int, int] = {}
 
     def schedule(self, sim: Simulator) -> None:
@@ -54,8 +55,6 @@ class Pollux:
         jobs = sorted([*sim.queue, *sim.running.values()], key=lambda j: j.job_id)
         if not jobs:
             return
-        for job in jobs:
-            self._observe(job)
         per = sim.cluster.max_gpus_per_server
         total = sim.cluster.num_gpus
         fair = max(1, math.ceil(total / len(jobs)))
@@ -68,17 +67,25 @@ class Pollux:
             m = self._models[job.job_id] = JobGoodput(self.ex.runs[job.job_id].app)
         return m
 
-    def _observe(self, job: JobState) -> None:
-        r = self.ex.runs[job.job_id]
-        if not r.running or r.cfg is None:
-            return
-        app = r.app
-        step, sync = app.step_time(r.placement, r.cfg.a)
+    # ------------------------------------------------------------------ the job agent
+    def observe(self, run) -> None:
+        """The agent's measurement of the configuration ``run`` runs now (sim:128-130):
+        its step and sync time, and the gradient statistics at its batch and epoch."""
+        app, cfg = run.app, run.cfg
+        step, sync = app.step_time(run.placement, cfg.a)
         try:
-            grad = app.grad_stats(r.epoch, r.cfg.M)
+            grad = app.grad_stats(run.epoch, cfg.M)
         except ValueError:
             grad = None
-        self._model(job).observe(len(r.placement), sum(r.placement), r.cfg.a, step, sync, grad=grad)
+        self._model(run.job).observe(
+            len(run.placement), sum(run.placement), cfg.a, step, sync, grad=grad
+        )
+
+    def rebatch(self, run) -> int:
+        """The batch the job's model finds best on its current allocation (sim:156, 162)."""
+        if run.job.spec.application == "ncf":
+            return NCF_BATCH
+        return self._model(run.job).optimize(len(run.placement), sum(run.placement), run.epoch)[0]
 
     def _shapes(self, job: JobState, per: int, total: int) -> list[int]:
         app = self.ex.runs[job.job_id].app
@@ -109,6 +116,8 @@ class Pollux:
         shapes = {j.job_id: self._shapes(j, per, total) for j in jobs}
         alloc = {j.job_id: 0 for j in jobs}
         cost = {j.job_id: 1.0 / EPS for j in jobs}
+        # the artifact scales each speedup by its share of the cluster × nodes (pol:315-337)
+        scale = sim.cluster.num_servers / total
         n_servers = sim.cluster.num_servers
         free_gpus, dist_nodes, small = total, 0, 0
 
@@ -135,7 +144,7 @@ class Pollux:
                     d_small = small + (r if r <= per else 0) - (cur if cur <= per else 0)
                     if d_nodes + math.ceil(d_small / per) > n_servers:
                         continue
-                    c = 1.0 / (self._speedup(sim, j, r, per, fair) + EPS)
+                    c = 1.0 / (scale * self._speedup(sim, j, r, per, fair) + EPS)
                     gain = (cost[jid] - c) / extra
                     if gain > 1e-12 and (best is None or gain > best[0]):
                         best = (gain, jid, r, c, d_nodes, d_small)
@@ -163,6 +172,9 @@ class Pollux:
             key=lambda j: (-target[j.job_id], j.job_id),
         )
         self._alloc = {jid: target[jid] for jid in keep}
+        for j in jobs:  # kept jobs re-tune their batch (events; rounds does it in every step)
+            if j.job_id in keep:
+                self.ex.rebatch(j)
         for j in todo:
             r = target[j.job_id]
             gpus: list[int] = []
