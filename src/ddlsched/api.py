@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
 
 from .core.cluster import Cluster
 from .core.job import JobSpec
@@ -17,7 +18,13 @@ from .perf.contention import LinearContention
 from .perf.profiles import read_pair_interference
 from .perf.rar import DEGRADATIONS, RarModel, RarRate
 from .planning import PLANNER_NAMES, PlannerParams, PlanningError, PlanPolicy, make_planner
+from .policies.base import Policy
+from .policies.compose import with_placement
+from .policies.plugins import resolve_policy
 from .policies.registry import make_policy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .policy import SchedulingPolicy
 
 
 @dataclass(frozen=True)
@@ -171,21 +178,33 @@ class Settings:
 def build_simulator(
     cluster: Cluster,
     jobs: Sequence[JobSpec],
-    policy: str = "ada-srsf",
+    policy: str | SchedulingPolicy = "ada-srsf",
     *,
     placement: str | None = None,
     seed: int = 0,
     settings: Settings | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Simulator:
-    """Compose policy, executor and engine for one run (no I/O)."""
+    """Compose policy, executor and engine for one run (no I/O).
+
+    ``policy``: a built-in name, a name given to ``register_policy``, ``MODULE:FACTORY`` /
+    ``FILE.py:FACTORY``, or a policy object (``ddlsched.policy``)."""
     settings = settings or Settings()
+    custom = resolve_policy(policy)
+    if custom is not None and placement is not None:
+        if not isinstance(custom, Policy):
+            raise InputError("--placement applies only to composed policies", field="placement")
+        custom = with_placement(custom, placement, settings.kappa)
+    if any(j.duration > 0 for j in jobs):
+        what = str(policy).lower() if custom is None else custom
+        return _build_duration(cluster, jobs, what, seed, settings, progress)
     if any(j.application for j in jobs):
-        return _build_profiled(cluster, jobs, policy.lower(), seed, settings, progress)
-    if policy.lower() in PLANNER_NAMES:
-        return _build_planned(cluster, jobs, policy.lower(), seed, settings, progress)
+        what = str(policy).lower() if custom is None else custom
+        return _build_profiled(cluster, jobs, what, seed, settings, progress)
+    if custom is None and str(policy).lower() in PLANNER_NAMES:
+        return _build_planned(cluster, jobs, str(policy).lower(), seed, settings, progress)
     try:
-        pol = make_policy(policy, placement, settings.kappa)
+        pol = custom if custom is not None else make_policy(str(policy), placement, settings.kappa)
     except KeyError as e:
         raise InputError(f"unknown {e.args[0]}; see `ddlsched list`") from None
     if settings.model == "rar":
@@ -194,7 +213,10 @@ def build_simulator(
         )
     elif settings.granularity == "iteration":
         executor = TaskExecutor(
-            settings.contention, pol.gate, settings.iterations_per_task, settings.shortcuts
+            settings.contention,
+            getattr(pol, "gate", None),
+            settings.iterations_per_task,
+            settings.shortcuts,
         )
     else:
         executor = JobExecutor(WangJobLevel(settings.contention))
@@ -243,7 +265,7 @@ def _build_planned(
 def _build_profiled(
     cluster: Cluster,
     jobs: Sequence[JobSpec],
-    name: str,
+    name: str | SchedulingPolicy,
     seed: int,
     settings: Settings,
     progress: Callable[[int, int], None] | None,
@@ -251,22 +273,16 @@ def _build_profiled(
     """Application-profile jobs (Luo et al.): profile executor + a profile policy."""
     from .core.profileexec import ProfileExecutor
     from .perf.profiles import load_applications
-    from .policies.luo import Exclusive, Sharing
+    from .policies.luo import Sharing
     from .policies.pollux import Pollux
-    from .policies.tiresias import Tiresias
 
     makers = {
-        "tiresias": lambda: Tiresias(
-            thresholds=tuple(h * 3600.0 for h in settings.tiresias_thresholds_hours),
-            interval=settings.interval,
-        ),
-        "fifo": lambda: Exclusive("fifo", order="fifo", placement="least-busy"),
-        "sjf": lambda: Exclusive("sjf", order="sjf"),
+        **_job_level_policies(settings),
         "sjf-ffs": lambda: Sharing("sjf-ffs", mode="ffs"),
         "sjf-bsbf": lambda: Sharing("sjf-bsbf", mode="bsbf"),
         "pollux": lambda: Pollux(interval=settings.interval),
     }
-    if name not in makers:
+    if isinstance(name, str) and name not in makers:
         raise InputError(
             f"policy '{name}' cannot run application-profile jobs; available: " + ", ".join(makers),
             field="policy",
@@ -289,7 +305,7 @@ def _build_profiled(
             source="--set",
             field="profiles",
         )
-    pol = makers[name]()
+    pol = makers[name]() if isinstance(name, str) else name
     per_gpu = getattr(pol, "jobs_per_gpu", 1)  # sharing policies declare their degree
     return Simulator(
         cluster,
@@ -313,27 +329,108 @@ def _build_profiled(
     )
 
 
+def _job_level_policies(settings: Settings) -> dict[str, Callable[[], object]]:
+    """Policies that run on application-profile and on duration (trace) jobs alike."""
+    from .policies.luo import Exclusive
+    from .policies.tiresias import Tiresias
+
+    return {
+        "tiresias": lambda: Tiresias(
+            thresholds=tuple(h * 3600.0 for h in settings.tiresias_thresholds_hours),
+            interval=settings.interval,
+        ),
+        "fifo": lambda: Exclusive("fifo", order="fifo", placement="least-busy"),
+        "sjf": lambda: Exclusive("sjf", order="sjf"),
+    }
+
+
+def _build_duration(
+    cluster: Cluster,
+    jobs: Sequence[JobSpec],
+    name: str | SchedulingPolicy,
+    seed: int,
+    settings: Settings,
+    progress: Callable[[int, int], None] | None,
+) -> Simulator:
+    """Trace jobs with a measured duration (Philly …): duration executor + a job-level policy;
+    exclusive GPUs, ``restart_delay`` after every preemption."""
+    from .core.durationexec import DurationExecutor
+
+    missing = [j.job_id for j in jobs if not j.duration > 0]
+    if missing:
+        raise InputError(
+            f"a workload mixes trace jobs (with a duration) and jobs without one "
+            f"(first: job {missing[0]}); give every job a duration or none",
+            field="duration",
+        )
+    if settings.semantics != "events":
+        raise InputError(
+            "trace (duration) jobs run in events semantics only", source="--set", field="semantics"
+        )
+    makers = _job_level_policies(settings)
+    if isinstance(name, str) and name not in makers:
+        raise InputError(
+            f"policy '{name}' cannot run trace (duration) jobs; available: " + ", ".join(makers),
+            field="policy",
+        )
+    pol = makers[name]() if isinstance(name, str) else name
+    return Simulator(
+        cluster,
+        jobs,
+        pol,  # type: ignore[arg-type]
+        DurationExecutor(),
+        seed=seed,
+        max_jobs_per_gpu=1,
+        restart_delay=settings.restart_delay,
+        progress=progress,
+    )
+
+
 def simulate_named(
     cluster: str,
     workload: str,
-    policy: str = "ada-srsf",
+    policy: str | SchedulingPolicy = "ada-srsf",
     *,
     placement: str | None = None,
     seed: int = 0,
     settings: Settings | Mapping[str, object] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    workload_format: str | None = None,
+    trace_start: float | None = None,
+    trace_end: float | None = None,
+    max_gpus: int | None = None,
+    sample: int | None = None,
+    load_scale: float | None = None,
+    gavel_throughputs: str | None = None,
+    gavel_gpu: str = "v100",
 ) -> SimResult:
     """``simulate`` from a cluster preset/file and a workload preset/file, checking that every
-    job can fit (the path of ``ddlsched run`` and of every experiment run)."""
+    job can fit (the path of ``ddlsched run`` and of every experiment run). The workload
+    options (format, filters, Gavel throughputs) are those of ``load_workload``."""
     from .core.cluster_io import load_cluster
     from .workloads.io import validate_fits
     from .workloads.presets import load_workload
+    from .workloads.traces import check_simulable
 
     cl = load_cluster(cluster, seed)
     if settings is not None and not isinstance(settings, Settings):
         settings = Settings.from_mapping(settings)
-    jobs = load_workload(workload, seed=seed, philly=(settings.philly if settings else "") or None)
+    philly = (settings.philly if settings else "") or None
+    jobs = load_workload(
+        workload,
+        seed=seed,
+        philly=philly,
+        workload_format=workload_format,
+        trace_start=trace_start,
+        trace_end=trace_end,
+        max_gpus=max_gpus,
+        sample=sample,
+        load_scale=load_scale,
+        gavel_throughputs=gavel_throughputs,
+        gavel_gpu=gavel_gpu,
+    )
     validate_fits(jobs, cl, workload)
+    check_simulable(jobs, workload)
     return simulate(
         cl, jobs, policy, placement=placement, seed=seed, settings=settings, progress=progress
     )
@@ -342,7 +439,7 @@ def simulate_named(
 def simulate(
     cluster: Cluster,
     jobs: Sequence[JobSpec],
-    policy: str = "ada-srsf",
+    policy: str | SchedulingPolicy = "ada-srsf",
     *,
     placement: str | None = None,
     seed: int = 0,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from . import __version__
 from .errors import InputError
@@ -21,39 +20,72 @@ def _parse_sets(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def _run_options(args: argparse.Namespace) -> dict[str, object]:
+    """The ``run`` options given on the command line (None = not given), by config key."""
+    from .config import RUN_KEYS
+
+    values = {k: getattr(args, k, None) for k in RUN_KEYS if k != "version"}
+    values["quiet"] = True if args.quiet else None
+    return values
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    from .api import Settings, simulate_named
-    from .core.results import write_result
+    from .config import RunConfig, load_run_config, run_config, with_overrides
     from .progress import ProgressBar
 
-    settings = Settings.from_mapping(_parse_sets(args.set or []))
-    bar = ProgressBar(f"{args.policy}", enabled=None if not args.quiet else False)
-    res = simulate_named(
-        args.cluster,
-        args.workload,
-        args.policy,
-        placement=args.placement,
-        seed=args.seed,
-        settings=settings,
-        progress=bar,
-    )
-    out = Path(args.out)
-    config = {
-        "version": __version__,
-        "cluster": args.cluster,
-        "workload": args.workload,
-        "policy": args.policy,
-        "placement": args.placement,
-        "seed": args.seed,
-        "settings": {k: getattr(settings, k) for k in settings.__dataclass_fields__},
-    }
-    write_result(res, out, config=config)
+    cfg = load_run_config(args.config) if args.config else RunConfig()
+    cfg = with_overrides(cfg, _run_options(args), _parse_sets(args.set or []))
+    cfg.check_complete()
+    if not cfg.out:
+        raise InputError("missing; give --out or `out = ...` in the --config file", field="out")
+    if cfg.version and cfg.version != __version__:
+        print(
+            f"ddlsched: note: {args.config} was recorded by ddlsched {cfg.version}, "
+            f"this is {__version__}",
+            file=sys.stderr,
+        )
+    bar = ProgressBar(f"{cfg.policy}", enabled=False if cfg.quiet else None)
+    res = run_config(cfg, cfg.out, progress=bar)
+    out = cfg.out
     s = res.summary
     print(
         f"{len(res.jobs)} jobs  avg JCT {s['avg_jct']:.1f} s  median {s['median_jct']:.1f} s  "
         f"p95 {s['p95_jct']:.1f} s  makespan {s['makespan']:.1f} s  GPU util {100 * s['gpu_util']:.1f} %"
     )
-    print(f"wrote {out}/summary.json, jobs.csv, segments.csv")
+    print(f"wrote {out}/config.json, summary.json, jobs.csv, segments.csv")
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from .progress import ProgressBar
+    from .sweep import format_markdown, load_sweep, run_sweep
+
+    if args.workers is not None and args.workers < 1:
+        raise InputError("must be ≥ 1", field="--workers")
+    sweep = load_sweep(args.config)
+    address = args.ray_address or sweep.ray_address
+    quiet = args.quiet or sweep.quiet
+
+    def plan(total: int, cached: int) -> None:
+        if not quiet:
+            print(f"{total} runs: {cached} cached, {total - cached} to run", file=sys.stderr)
+
+    try:
+        result = run_sweep(
+            sweep,
+            args.out,
+            executor="ray" if address else "local",
+            workers=args.workers or sweep.workers,
+            ray_address=address,
+            progress=ProgressBar("sweep", enabled=False if quiet else None),
+            on_plan=plan,
+        )
+    except KeyboardInterrupt:
+        print("\nddlsched: finished runs are kept; run the same command to resume", file=sys.stderr)
+        raise
+    print(format_markdown(sweep, result.table))
+    print(f"ran {len(result.executed)}, reused {len(result.cached)} cached runs")
+    print(f"wrote {result.out}/summary.csv, summary.md, runs.csv, runs/")
     return 0
 
 
@@ -81,6 +113,29 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     )
     print(format_markdown(exp, table))
     print(f"wrote {args.out}/table.csv, table.md")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from .report.plot import parse_kinds, parse_window, plot_runs
+
+    paths = plot_runs(
+        args.dirs,
+        args.out,
+        kinds=parse_kinds(args.kind),
+        fmt=args.format,
+        window=parse_window(args.window),
+        max_gpus=args.max_gpus,
+    )
+    print("wrote " + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    out = write_report(args.dirs, args.out, title=args.title)
+    print(f"wrote {out}")
     return 0
 
 
@@ -118,6 +173,76 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _add_trace_options(p: argparse.ArgumentParser, standalone: bool = False) -> None:
+    """The workload-file options (format and filters; docs/formats.md, "Job traces")."""
+    from .workloads.traces import TRACE_FORMATS
+
+    g = p.add_argument_group("workload file format and filters")
+    g.add_argument(
+        "--workload-format",
+        metavar="NAME",
+        help="file format instead of detecting it: " + ", ".join(TRACE_FORMATS),
+    )
+    g.add_argument(
+        "--trace-start", type=float, metavar="S", help="keep arrivals ≥ S seconds (shifted to 0)"
+    )
+    g.add_argument("--trace-end", type=float, metavar="S", help="keep arrivals < S seconds")
+    g.add_argument("--max-gpus", type=int, metavar="N", help="drop jobs wanting more than N GPUs")
+    g.add_argument("--sample", type=int, metavar="N", help="keep N jobs at random (by --seed)")
+    g.add_argument(
+        "--load-scale", type=float, metavar="X", help="X times denser arrivals (arrival / X)"
+    )
+    if standalone:
+        g.add_argument("--seed", type=int, default=0, help="seed for --sample (default 0)")
+        g.add_argument(
+            "--gavel-throughputs",
+            metavar="FILE",
+            help="Gavel's simulation_throughputs.json: gives Gavel-trace jobs durations",
+        )
+        g.add_argument(
+            "--gavel-gpu", default="v100", metavar="NAME", help="GPU type in it (default v100)"
+        )
+
+
+def _load_trace(args: argparse.Namespace) -> list:
+    from .workloads.presets import load_workload
+
+    return load_workload(
+        args.file,
+        seed=args.seed,
+        workload_format=args.workload_format,
+        trace_start=args.trace_start,
+        trace_end=args.trace_end,
+        max_gpus=args.max_gpus,
+        sample=args.sample,
+        load_scale=args.load_scale,
+        gavel_throughputs=args.gavel_throughputs,
+        gavel_gpu=args.gavel_gpu,
+    )
+
+
+def cmd_trace_stats(args: argparse.Namespace) -> int:
+    import json
+
+    from .workloads.trace_stats import format_trace_stats, trace_stats
+
+    stats = trace_stats(_load_trace(args))
+    if args.json:
+        print(json.dumps(stats, indent=2, sort_keys=True))
+    else:
+        print(format_trace_stats(stats, title=args.file), end="")
+    return 0
+
+
+def cmd_trace_convert(args: argparse.Namespace) -> int:
+    from .workloads.traces import write_trace
+
+    jobs = _load_trace(args)
+    write_trace(jobs, args.out)
+    print(f"wrote {args.out} ({len(jobs)} jobs)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="ddlsched",
@@ -127,22 +252,45 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     r = sub.add_parser("run", help="simulate one workload on one cluster under one policy")
-    r.add_argument("--cluster", required=True, help="cluster preset (see `list`) or TOML/YAML file")
-    r.add_argument("--workload", required=True, help="workload preset or CSV/JSON file")
     r.add_argument(
-        "--policy", required=True, help="policy preset or planner, e.g. ada-srsf, srsf1, sjf-bco"
+        "--config",
+        help="experiment file (TOML, or a recorded config.json); options given here override it",
+    )
+    r.add_argument("--cluster", help="cluster preset (see `list`) or TOML/YAML file")
+    r.add_argument("--workload", help="workload preset, CSV/JSON file or job trace (any format)")
+    r.add_argument(
+        "--policy",
+        help="policy preset or planner, e.g. ada-srsf, srsf1, sjf-bco; or your own as "
+        "FILE.py:FACTORY or MODULE:FACTORY (docs/tutorial-policy.md)",
     )
     r.add_argument("--placement", help="override the preset's placement: ff, ls, rand, lwf, lwf-K")
-    r.add_argument("--seed", type=int, default=0, help="seed for generators and RAND (default 0)")
+    r.add_argument("--seed", type=int, help="seed for generators and RAND (default 0)")
     r.add_argument(
         "--set",
         action="append",
         metavar="KEY=VALUE",
         help="engine/model setting, e.g. iterations_per_task=1000, kappa=2, granularity=job",
     )
-    r.add_argument("--out", required=True, help="output directory")
+    r.add_argument("--out", help="output directory (or `out` in the --config file)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_trace_options(r)
     r.set_defaults(func=cmd_run)
+
+    sw = sub.add_parser(
+        "sweep", help="run policies × parameters × seeds from a sweep file, cached and resumable"
+    )
+    sw.add_argument("--config", required=True, help="sweep file (TOML; see docs/experiments.md)")
+    sw.add_argument("--out", help="output directory (or `out` in [sweep])")
+    sw.add_argument(
+        "--workers", type=int, help="parallel processes / local Ray CPUs (default: all)"
+    )
+    sw.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="run on Ray, one task per run: local (start a private instance), auto, HOST:PORT",
+    )
+    sw.add_argument("--quiet", action="store_true", help="no progress bar")
+    sw.set_defaults(func=cmd_sweep)
 
     rp = sub.add_parser(
         "reproduce", help="rerun a paper experiment; our numbers beside the paper's"
@@ -153,6 +301,36 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--workers", type=int, help="parallel processes (default: all cores)")
     rp.add_argument("--out", required=True, help="output directory")
     rp.set_defaults(func=cmd_reproduce)
+
+    pl = sub.add_parser("plot", help="figures of result directories (CDFs, utilisation, Gantt)")
+    pl.add_argument("dirs", nargs="+", metavar="DIR", help="run or sweep result directories")
+    pl.add_argument("--out", required=True, help="directory for the figure files")
+    pl.add_argument(
+        "--kind", help="comma-separated subset of jct-cdf,queue-cdf,util,gantt,bars (default all)"
+    )
+    pl.add_argument("--format", default="png", help="png (default), svg or pdf")
+    pl.add_argument("--window", metavar="START:END", help="Gantt time window in seconds")
+    pl.add_argument("--max-gpus", type=int, default=64, help="Gantt rows (default 64)")
+    pl.set_defaults(func=cmd_plot)
+
+    rep = sub.add_parser("report", help="one self-contained HTML report of result directories")
+    rep.add_argument("dirs", nargs="+", metavar="DIR", help="run or sweep result directories")
+    rep.add_argument("--out", required=True, help="HTML file to write, e.g. report.html")
+    rep.add_argument("--title", default="ddlsched report", help="report title")
+    rep.set_defaults(func=cmd_report)
+
+    tr = sub.add_parser("trace", help="job traces: distribution (stats), conversion (convert)")
+    trs = tr.add_subparsers(dest="trace_command", required=True, metavar="SUBCOMMAND")
+    st = trs.add_parser("stats", help="jobs, GPU-size histogram, duration quantiles, arrival rate")
+    st.add_argument("file", metavar="FILE", help="trace or workload file (or workload preset)")
+    st.add_argument("--json", action="store_true", help="print the numbers as JSON")
+    _add_trace_options(st, standalone=True)
+    st.set_defaults(func=cmd_trace_stats)
+    cv = trs.add_parser("convert", help="write a trace in the generic schema (CSV or Parquet)")
+    cv.add_argument("file", metavar="FILE", help="trace or workload file (or workload preset)")
+    cv.add_argument("--out", required=True, help="output file: .csv, or .parquet/.pq")
+    _add_trace_options(cv, standalone=True)
+    cv.set_defaults(func=cmd_trace_convert)
 
     ls = sub.add_parser("list", help="show policies, placements, gates, presets, experiments")
     ls.set_defaults(func=cmd_list)

@@ -44,6 +44,26 @@ def _wang20_32gb() -> Cluster:
     )
 
 
+#: Philly's servers (Jeon et al., USENIX ATC '19): the ``cluster_machine_list`` of the public
+#: trace (github.com/msr-fiddle/philly-traces) lists 552 machines, 231 with 8 GPUs of 24 GB and
+#: 321 with 2 GPUs of 12 GB (tabulated in that repository's issue #8): 2,490 GPUs
+PHILLY_SERVERS = ((231, 8, 24576.0), (321, 2, 12288.0))
+
+
+def _philly() -> Cluster:
+    """Philly sized as its public machine list: 231 servers × 8 GPUs (24 GB) then 321 servers ×
+    2 GPUs (12 GB), 2,490 GPUs; GPU models are not published (types name the memory only), the
+    links keep the defaults (trace jobs have no communication model)."""
+    return Cluster(
+        servers=tuple(
+            Server(num_gpus=per, gpu_memory_mb=mem, gpu_type=f"philly-{int(mem) // 1024}GB")
+            for count, per, mem in PHILLY_SERVERS
+            for _ in range(count)
+        ),
+        name="philly",
+    )
+
+
 #: yu22 links (our choice, docs/models.md): network b_e and intra-server b_i in Gb/s
 YU22_NETWORK_GBPS = 10.0
 YU22_INTRA_GBPS = 100.0
@@ -74,6 +94,7 @@ CLUSTER_PRESETS: dict[str, Callable[[int], Cluster]] = {
     "wang20": lambda seed: _wang20(),
     "wang20-32gb": lambda seed: _wang20_32gb(),
     "tiny": lambda seed: _tiny(),
+    "philly": lambda seed: _philly(),
     "yu22": yu22_cluster,
     "luo24": lambda seed: Cluster.homogeneous(16, 4, name="luo24", gpu_memory_mb=16384.0),
     # Luo et al.'s physical testbed: 4 servers × 4 GPUs (2080 Ti), 10 Gb/s

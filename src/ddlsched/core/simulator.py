@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from .cluster import Cluster
+from .freegpus import FreeGpus
 from .job import JobSpec
 from .results import SimResult, build_result
 from .state import DONE, QUEUED, RUNNING, JobState, Segment
@@ -52,6 +53,19 @@ class Executor(Protocol):
         """End-of-instant work: gates, idle GPUs, rate changes."""
 
     def busy_gpu_seconds(self) -> float: ...
+
+
+class JobTimes(Protocol):
+    """What the exclusive policies (FIFO, SJF; policies/luo.py) ask the executor, whatever the
+    job kind: ``ProfileExecutor`` (application profiles) and ``DurationExecutor`` (traces)."""
+
+    def remaining_alone(self, job: JobState) -> float:
+        """Seconds ``job`` still needs alone on a consolidated placement (SJF's length L_k)."""
+        ...
+
+    def gpu_busy(self, gpu: int) -> float:
+        """Accumulated held time of ``gpu`` so far (FIFO's least-busy placement)."""
+        ...
 
 
 class Simulator:
@@ -90,6 +104,8 @@ class Simulator:
         self.queue: list[JobState] = []
         self.running: dict[int, JobState] = {}
         self.finished = 0
+        #: finished jobs in completion order (policies read what is new since their last call)
+        self.completed: list[JobState] = []
         n = cluster.num_gpus
         self.mem_free = [cluster.gpu_memory(g) for g in range(n)]
         self.residents: list[list[JobState]] = [[] for _ in range(n)]
@@ -97,6 +113,10 @@ class Simulator:
         self._seq = 0
         self._dirty = True  # the policy should look at the queue at the end of this instant
         self.events_processed = 0
+        #: jobs of ``jobs`` that have arrived so far (arrivals happen in ``jobs`` order)
+        self.arrived = 0
+        #: the idle GPUs (no resident), ranked by the executor's ``gpu_busy`` where it has one
+        self.idle = FreeGpus(cluster, getattr(executor, "gpu_busy", None))
         self._epoch = 0  # bumped whenever a job starts or leaves GPUs
         self._loads: list[float] = []
         self._loads_key: tuple[float, int] | None = None
@@ -154,6 +174,8 @@ class Simulator:
         mem = job.spec.memory_mb
         for g in gpus:
             self.mem_free[g] -= mem
+            if not self.residents[g]:
+                self.idle.take(g)
             self.residents[g].append(job)
         self.queue.remove(job)
         job.status = RUNNING
@@ -188,6 +210,7 @@ class Simulator:
         job.iterations_left = 0
         job.service_left = 0.0
         self.finished += 1
+        self.completed.append(job)
         self._dirty = True
         if self.progress is not None:
             self.progress(self.finished, len(self.jobs))
@@ -198,11 +221,14 @@ class Simulator:
         for g in job.gpus:
             self.mem_free[g] += mem
             self.residents[g].remove(job)
+            if not self.residents[g]:
+                self.idle.give(g)
         seg = job.segments[-1]
         seg.end = self.now
         del self.running[job.job_id]
 
     def _arrive(self, job: JobState) -> None:
+        self.arrived += 1
         self.queue.append(job)
         self._dirty = True
 

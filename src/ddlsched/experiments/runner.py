@@ -8,6 +8,7 @@ writes ``table.csv``, ``table.md`` and, where the paper has a figure, a PNG.
 
 from __future__ import annotations
 
+import functools
 import math
 import multiprocessing
 import os
@@ -186,21 +187,35 @@ def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _map(fn, items, workers, progress):
+def _indexed(fn, pair):
+    """``(i, fn(item))``: lets results arrive in any order and still land in their place."""
+    i, item = pair
+    return i, fn(item)
+
+
+def _map(fn, items, workers, progress, on_result=None):
+    """``[fn(x) for x in items]`` on ``workers`` processes (default: all cores), in input
+    order; ``on_result(i, r)`` sees each result as soon as it arrives (e.g. to save it, so an
+    interrupted sweep keeps what finished)."""
     n = workers if workers is not None else (os.cpu_count() or 1)
     done = 0
-    results = []
+    results = [None] * len(items)
     if n <= 1 or len(items) <= 1:
-        for it in items:
-            results.append(fn(it))
+        for i, it in enumerate(items):
+            results[i] = fn(it)
+            if on_result:
+                on_result(i, results[i])
             done += 1
             if progress:
                 progress(done, len(items))
         return results
     pool = multiprocessing.Pool(processes=min(n, len(items)), initializer=_worker_init)
     try:
-        for r in pool.imap(fn, items):  # ordered: results do not depend on the worker count
-            results.append(r)
+        # results are placed by index: the returned list does not depend on the worker count
+        for i, r in pool.imap_unordered(functools.partial(_indexed, fn), enumerate(items)):
+            results[i] = r
+            if on_result:
+                on_result(i, r)
             done += 1
             if progress:
                 progress(done, len(items))

@@ -14,22 +14,19 @@ Shared reading of the paper (docs/design.md "Luo et al."):
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..core.profileexec import compact_placement
 from .placement import consolidated
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.profileexec import ProfileExecutor
-    from ..core.simulator import Simulator
+    from ..core.simulator import JobTimes, Simulator
     from ..core.state import JobState
     from ..perf.profiles import BatchConfig
-
-
-def compact_placement(num_gpus: int, per_server: int) -> tuple[int, ...]:
-    """The most consolidated placement tuple of ``num_gpus`` on servers of ``per_server``."""
-    full, rest = divmod(num_gpus, per_server)
-    return (per_server,) * full + ((rest,) if rest else ())
+    from .ordering import Ordering
 
 
 @dataclass
@@ -40,23 +37,15 @@ class _Base:
 
     def attach(self, sim: Simulator) -> None:
         self.ex: ProfileExecutor = sim.executor  # type: ignore[assignment]
-        self._length: dict[int, tuple[float, float]] = {}
+        self.times: JobTimes = sim.executor  # type: ignore[assignment]
         self._limit_memo: dict[int, list[int]] = {}
 
     def on_round(self, sim: Simulator) -> None:
         pass
 
     def length(self, sim: Simulator, job: JobState) -> float:
-        """L_k: remaining time alone, consolidated, at the requested batch (cached per job)."""
-        run = self.ex.runs[job.job_id]
-        key = run.progress
-        hit = self._length.get(job.job_id)
-        if hit is None or hit[0] != key:
-            per = sim.cluster.max_gpus_per_server
-            cfg = self.ex.config(job)
-            L = self.ex.remaining_time(job, compact_placement(job.num_gpus, per), cfg)
-            hit = self._length[job.job_id] = (key, L)
-        return hit[1]
+        """L_k: remaining time alone, consolidated, at the requested batch."""
+        return self.times.remaining_alone(job)
 
     def free_gpus(self, sim: Simulator) -> set[int]:
         return {g for g in range(sim.cluster.num_gpus) if not sim.residents[g]}
@@ -65,7 +54,13 @@ class _Base:
 @dataclass
 class Exclusive(_Base):
     """FIFO (arrival order) or SJF (by L_k) on whole GPUs; a job that does not fit is skipped
-    (``backfill``, default) or, with ``backfill=False``, blocks the queue behind it."""
+    (``backfill``, default) or, with ``backfill=False``, blocks the queue behind it.
+
+    Runs on any executor with ``JobTimes`` (application profiles, trace durations). A job fits
+    iff its GPU count ≤ the idle GPUs (both placements may span servers), and a waiting job's key
+    does not change while it waits, so the queue is kept in one heap per GPU count: a pass
+    repeatedly starts the first job in order among the heap heads that fit — the same jobs, in
+    the same order, as a scan of the whole sorted queue — in O(GPU counts + log n) per start."""
 
     order: str = "fifo"
     backfill: bool = True
@@ -73,37 +68,72 @@ class Exclusive(_Base):
     #: baseline, §VI-A); ``consolidated``: Alg. 1 line 7's placement
     placement: str = "consolidated"
 
-    def schedule(self, sim: Simulator) -> None:
+    def attach(self, sim: Simulator) -> None:
+        super().attach(sim)
+        #: waiting jobs by GPU count, each a heap of (order key, job)
+        self._waiting: dict[int, list[tuple[tuple, JobState]]] = {}
+        self._seen = 0  # jobs of sim.jobs taken in (they arrive in that order)
+        self._held = 0  # jobs in the heaps
+
+    def _key(self, sim: Simulator, job: JobState) -> tuple:
         if self.order == "fifo":
-            queue = sorted(sim.queue, key=lambda j: (j.arrival, j.job_id))
-        else:
-            queue = sorted(sim.queue, key=lambda j: (self.length(sim, j), j.arrival, j.job_id))
-        free = self.free_gpus(sim)
-        for job in queue:
-            if self.placement == "least-busy":
-                ranked = sorted(free, key=lambda g: (self.ex.gpu_busy(g), g))
-                gpus = ranked[: job.num_gpus] if len(ranked) >= job.num_gpus else None
-            else:
-                gpus = consolidated(sim, free, job.num_gpus)
-            if gpus is None:
-                if not self.backfill:
-                    return
-                continue
-            free -= set(gpus)
-            sim.start(job, gpus)
+            return (job.arrival, job.job_id)
+        return (self.length(sim, job), job.arrival, job.job_id)
+
+    def _push(self, sim: Simulator, job: JobState) -> None:
+        heapq.heappush(self._waiting.setdefault(job.num_gpus, []), (self._key(sim, job), job))
+        self._held += 1
+
+    def _sync(self, sim: Simulator) -> None:
+        """Take in the arrivals since the last pass (rebuild if jobs came back otherwise)."""
+        for job in sim.jobs[self._seen : sim.arrived]:
+            self._push(sim, job)
+        self._seen = sim.arrived
+        if self._held != len(sim.queue):
+            self._waiting, self._held = {}, 0
+            for job in sim.queue:
+                self._push(sim, job)
+
+    def schedule(self, sim: Simulator) -> None:
+        self._sync(sim)
+        idle = sim.idle
+        least_busy = self.placement == "least-busy"
+        while True:
+            free = len(idle)
+            best: list[tuple[tuple, JobState]] | None = None
+            for size, heap in self._waiting.items():
+                if heap and (size <= free or not self.backfill):
+                    if best is None or heap[0][0] < best[0][0]:
+                        best = heap
+            if best is None:
+                return
+            job = best[0][1]
+            if job.num_gpus > free:
+                return  # no backfill: the first waiting job blocks the queue
+            heapq.heappop(best)
+            self._held -= 1
+            gpus = idle.least_busy(job.num_gpus) if least_busy else idle.consolidated(job.num_gpus)
+            sim.start(job, gpus)  # type: ignore[arg-type]
 
 
 @dataclass
 class Sharing(_Base):
     """SJF-FFS (``mode="ffs"``) or SJF-BSBF (``mode="bsbf"``): SJF by L_k; a job that does not
-    fit on free GPUs may share GPUs that hold exactly one job (Alg. 1 lines 9–17)."""
+    fit on free GPUs may share GPUs that hold exactly one job (Alg. 1 lines 9–17).
+
+    ``ordering`` (a key function ``(job, sim) -> tuple``, smaller first) replaces SJF to build
+    other sharing policies from the same rules."""
 
     mode: str = "bsbf"
+    ordering: Ordering | None = None
     #: at most two jobs per GPU (Luo's C = 2); the engine enforces it
     jobs_per_gpu = 2
 
     def schedule(self, sim: Simulator) -> None:
-        queue = sorted(sim.queue, key=lambda j: (self.length(sim, j), j.arrival, j.job_id))
+        if self.ordering is None:
+            queue = sorted(sim.queue, key=lambda j: (self.length(sim, j), j.arrival, j.job_id))
+        else:
+            queue = sorted(sim.queue, key=lambda j: self.ordering(j, sim))  # type: ignore[misc]
         for job in queue:
             free = self.free_gpus(sim)
             gpus = consolidated(sim, free, job.num_gpus)  # lines 6–7

@@ -13,21 +13,27 @@ Each call (every round, and in ``events`` semantics also on arrivals and complet
    held GPUs, is preempted (progress kept);
 4. placement: running jobs keep their GPUs; each newly admitted job repeatedly takes as many GPUs
    as it still needs from the server with the most free GPUs (lowest index on ties).
+
+Incremental form (same decisions, cheap at Philly scale): a job's executed time is kept as
+"executed before its current admission + (now − admission time)"; demotions come from a heap of
+threshold-crossing times; a call with no arrival, completion or demotion since the previous one
+changes nothing (the admission scan depends only on the queues' order) and returns at once; when
+all active jobs fit the cluster together, all are admitted without a scan.
 """
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .placement import consolidated
-
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.simulator import Simulator
-    from ..core.state import JobState
 
 #: 16 GPU-hours in GPU-seconds: the Pollux artifact's single queue threshold
 ARTIFACT_THRESHOLD = 16 * 3600.0
+#: crossing times are looked at this early (seconds), then checked exactly
+_EARLY = 1e-3
 
 
 @dataclass
@@ -38,15 +44,28 @@ class Tiresias:
     thresholds: tuple[float, ...] = (ARTIFACT_THRESHOLD,)
     interval: float | None = 60.0
     gate = None
-    _queues: list[list[int]] = field(default_factory=list, init=False, repr=False)
-    _executed: dict[int, float] = field(default_factory=dict, init=False, repr=False)
-    _last: dict[int, float] = field(default_factory=dict, init=False, repr=False)
-    _running: set[int] = field(default_factory=set, init=False, repr=False)
+    #: queue levels, each an insertion-ordered set of job ids
+    _queues: list[dict[int, None]] = field(default_factory=list, init=False, repr=False)
     _queue_of: dict[int, int] = field(default_factory=dict, init=False, repr=False)
+    #: position of a job in its level (insertion counter): queue order = (level, position)
+    _pos: dict[int, int] = field(default_factory=dict, init=False, repr=False)
+    #: executed time before the current admission; admission time of admitted jobs
+    _base: dict[int, float] = field(default_factory=dict, init=False, repr=False)
+    _since: dict[int, float] = field(default_factory=dict, init=False, repr=False)
+    _running: set[int] = field(default_factory=set, init=False, repr=False)
 
     def attach(self, sim: Simulator) -> None:
-        self._queues = [[] for _ in range(len(self.thresholds) + 1)]
+        self._queues = [{} for _ in range(len(self.thresholds) + 1)]
         self._state = {j.job_id: j for j in sim.jobs}
+        self._size = {j.job_id: j.num_gpus for j in sim.jobs}
+        self._seen = 0  # jobs of sim.jobs taken in (they arrive in that order)
+        self._done_seen = 0  # entries of sim.completed taken into account
+        self._counter = 0
+        self._demand = 0  # GPUs requested by all active jobs
+        #: (earliest crossing time, job id, version) of admitted jobs below the last queue
+        self._crossings: list[tuple[float, int, int]] = []
+        self._ver: dict[int, int] = {}
+        self._now = 0.0
 
     def on_round(self, sim: Simulator) -> None:
         """Every round is a full call, as in the artifact, even with nobody waiting: demotions
@@ -56,56 +75,112 @@ class Tiresias:
 
     def attained(self, job_id: int) -> float:
         """Executed wall time of a job so far (seconds)."""
-        return self._executed.get(job_id, 0.0)
+        base = self._base.get(job_id, 0.0)
+        since = self._since.get(job_id)
+        return base + (self._now - since) if since is not None else base
 
     def queue_of(self, job_id: int) -> int:
         return self._queue_of[job_id]
 
+    def _append(self, jid: int, level: int) -> None:
+        self._queues[level][jid] = None
+        self._queue_of[jid] = level
+        self._counter += 1
+        self._pos[jid] = self._counter
+
+    def _watch(self, jid: int) -> None:
+        """Schedule a look at the admitted job ``jid``'s next threshold crossing."""
+        level = self._queue_of[jid]
+        ver = self._ver.get(jid, 0) + 1
+        self._ver[jid] = ver
+        if level < len(self.thresholds):
+            gpus = self._state[jid].num_gpus
+            t = self._since[jid] + self.thresholds[level] / gpus - self._base[jid]
+            heapq.heappush(self._crossings, (t - _EARLY, jid, ver))
+
+    def _stop_watching(self, jid: int) -> None:
+        self._ver[jid] = self._ver.get(jid, 0) + 1
+
     def schedule(self, sim: Simulator) -> None:
-        now = sim.now
-        active = {j.job_id for j in sim.queue} | set(sim.running)
-        # 1. drop finished jobs, append new ones to queue 0 in workload order
-        for q in self._queues:
-            q[:] = [jid for jid in q if jid in active]
-        for jid in sorted(active - set(self._queue_of)):
-            self._queues[0].append(jid)
-            self._queue_of[jid] = 0
-            self._executed[jid] = 0.0
-        # 2. accounting and demotion (workload order)
-        for jid in sorted(active):
-            if jid in self._running:
-                self._executed[jid] += now - self._last.get(jid, 0.0)
-                level = self._queue_of[jid]
-                gpus = self._state[jid].num_gpus
-                if level < len(self.thresholds) and (
-                    self._executed[jid] * gpus >= self.thresholds[level]
-                ):
-                    self._queues[level].remove(jid)
-                    self._queues[level + 1].append(jid)
-                    self._queue_of[jid] = level + 1
-            self._last[jid] = now
+        now = self._now = sim.now
+        changed = False
+        # 1. new jobs join queue 0 in workload order; finished jobs leave
+        if sim.arrived > self._seen:
+            new = sim.jobs[self._seen : sim.arrived]
+            self._seen = sim.arrived
+            for job in sorted(new, key=lambda j: j.job_id):
+                self._append(job.job_id, 0)
+                self._base[job.job_id] = 0.0
+                self._demand += job.num_gpus
+            changed = True
+        if len(sim.completed) > self._done_seen:
+            for job in sim.completed[self._done_seen :]:
+                jid = job.job_id
+                del self._queues[self._queue_of[jid]][jid]
+                self._running.discard(jid)
+                self._base[jid] = self.attained(jid)
+                self._since.pop(jid, None)
+                self._stop_watching(jid)
+                self._demand -= job.num_gpus
+            self._done_seen = len(sim.completed)
+            changed = True
+        # 2. demotion of admitted jobs whose executed time × GPUs reached their threshold
+        heap = self._crossings
+        due: list[tuple[float, int, int]] = []
+        while heap and heap[0][0] <= now:
+            entry = heapq.heappop(heap)
+            if entry[2] == self._ver.get(entry[1]):
+                due.append(entry)
+        for entry in sorted(due, key=lambda e: e[1]):
+            jid = entry[1]
+            level = self._queue_of[jid]
+            gpus = self._state[jid].num_gpus
+            if (self._base[jid] + (now - self._since[jid])) * gpus >= self.thresholds[level]:
+                del self._queues[level][jid]
+                self._append(jid, level + 1)
+                self._watch(jid)
+                changed = True
+            else:
+                heapq.heappush(heap, entry)  # looked at early: check again at the next call
+        if not changed:
+            return  # same queues → same admission; every admitted job already runs
         # 3. admission against the cluster's GPU count, skipping what does not fit
-        free = sim.cluster.num_gpus
-        admitted: list[JobState] = []
-        for q in self._queues:
-            for jid in q:
-                job = self._state[jid]
-                if job.num_gpus <= free:
-                    free -= job.num_gpus
-                    admitted.append(job)
-        admitted_ids = {j.job_id for j in admitted}
+        if self._demand <= sim.cluster.num_gpus:
+            waiting = sorted(
+                (self._queue_of[j.job_id], self._pos[j.job_id], j.job_id) for j in sim.queue
+            )
+            admitted_ids = self._running | {jid for _, _, jid in waiting}
+            to_start = [self._state[jid] for _, _, jid in waiting]
+        else:
+            free = sim.cluster.num_gpus
+            size = self._size
+            order: list[int] = []
+            for q in self._queues:
+                for jid in q:
+                    g = size[jid]
+                    if g <= free:
+                        free -= g
+                        order.append(jid)
+                        if not free:
+                            break
+                if not free:
+                    break
+            admitted_ids = set(order)
+            running = self._running
+            to_start = [self._state[jid] for jid in order if jid not in running]
         for jid in sorted(self._running - admitted_ids):
             job = self._state[jid]
-            if jid in sim.running:
-                sim.preempt(job)
+            self._base[jid] = self.attained(jid)
+            del self._since[jid]
+            self._stop_watching(jid)
+            sim.preempt(job)
+        for job in to_start:
+            self._since[job.job_id] = now
+            self._watch(job.job_id)
         self._running = admitted_ids
         # 4. placement of admitted jobs without GPUs (queue order): most free GPUs first
-        free_gpus = {g for g in range(sim.cluster.num_gpus) if not sim.residents[g]}
-        for job in admitted:
-            if job.job_id in sim.running:
-                continue
-            gpus = consolidated(sim, free_gpus, job.num_gpus)
+        for job in to_start:
+            gpus = sim.idle.consolidated(job.num_gpus)
             if gpus is None:  # cannot happen: admission kept the budget
                 raise RuntimeError("Tiresias admitted a job that does not fit")
-            free_gpus.difference_update(gpus)
             sim.start(job, gpus)

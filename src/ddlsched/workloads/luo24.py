@@ -32,13 +32,9 @@ Pollux artifact's ``workloads-0.5 … 2.0`` scale its 160.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import operator
 import random
-from datetime import datetime
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +42,7 @@ import numpy as np
 from ..core.job import JobSpec, ModelProfile
 from ..core.results import atomic_write_text, csv_text
 from ..errors import InputError
+from .philly import read_philly
 from .pollux import POLLUX_COLUMNS
 
 #: (num_replicas, total batch size) per application: the artifact's
@@ -235,7 +232,8 @@ def _sample_trace(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The artifact's filter, window and sample (pandas ``DataFrame.sample`` = the first ``n``
     of a legacy ``RandomState`` permutation of the filtered rows in file order)."""
-    tod, duration, gpu_time = _read_philly(path)
+    trace = read_philly(path)
+    tod, duration, gpu_time = trace.time_of_day, trace.duration, trace.gpu_time
     shifted = (tod - start * 3600) % 86400
     keep = (duration >= MIN_DURATION_S) & (gpu_time < MAX_GPU_TIME_S) & (shifted < window_s)
     pool = np.flatnonzero(keep)
@@ -285,71 +283,6 @@ def _draw_mixture(
     sd = np.array([c[2] for c in comps])
     k = gen.choice(len(comps), size=n, p=w / w.sum())
     return np.exp(gen.normal(mu[k], sd[k]))
-
-
-def _read_philly(path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    try:
-        st = path.stat()
-    except OSError as e:
-        raise InputError(f"cannot read Philly trace: {e.strerror}", source=str(path)) from None
-    return _read_philly_cached(str(path.resolve()), st.st_mtime_ns, st.st_size)
-
-
-@lru_cache(maxsize=4)
-def _read_philly_cached(
-    path: str, _mtime_ns: int, _size: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(submission second of day, duration s, GPU time s) per row, in file order (read-only)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read Philly trace: {e}", source=path) from None
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, None)
-    cols = [c.strip() for c in header] if header else []
-    need = ("timestamp", "duration", "gpu_time")
-    missing = [c for c in need if c not in cols]
-    if missing:
-        raise InputError(
-            f"not a Philly trace: missing column(s) {', '.join(missing)}", source=path, line=1
-        )
-    idx = [cols.index(c) for c in need]
-    tod: list[int] = []
-    dur: list[float] = []
-    gpu: list[float] = []
-    for row in reader:
-        if not row or all(not c.strip() for c in row):
-            continue
-        line = reader.line_num
-        if len(row) != len(cols):
-            raise InputError(f"expected {len(cols)} fields, got {len(row)}", source=path, line=line)
-        ts, d, g = (row[i].strip() for i in idx)
-        try:
-            t = datetime.fromisoformat(ts)
-        except ValueError:
-            raise InputError(
-                f"expected a date-time, got '{ts}'", source=path, line=line, field="timestamp"
-            ) from None
-        vals = []
-        for field, raw in (("duration", d), ("gpu_time", g)):
-            try:
-                v = float(raw)
-            except ValueError:
-                raise InputError(
-                    f"expected a number, got '{raw}'", source=path, line=line, field=field
-                ) from None
-            if not math.isfinite(v) or v < 0:
-                raise InputError("must be a finite number ≥ 0", source=path, line=line, field=field)
-            vals.append(v)
-        tod.append(t.hour * 3600 + t.minute * 60 + t.second)
-        dur.append(vals[0])
-        gpu.append(vals[1])
-    if not tod:
-        raise InputError("no jobs in the Philly trace", source=path)
-    arrays = (np.array(tod, dtype=np.int64), np.array(dur), np.array(gpu))
-    for a in arrays:
-        a.setflags(write=False)
-    return arrays
 
 
 #: Luo et al.'s physical-cluster workload (§VI-A): per-GPU batch we give each application (our

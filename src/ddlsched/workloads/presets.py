@@ -8,15 +8,67 @@ from pathlib import Path
 from ..core.job import JobSpec
 from ..errors import InputError
 from .generators import WORKLOAD_PRESETS
-from .io import read_workload
+from .traces import TraceOptions, check_format, filter_with_options, read_with_options
 
 
-def load_workload(spec: str, seed: int = 0, philly: str | None = None) -> list[JobSpec]:
-    """Generate preset ``spec`` with ``seed``, or read ``spec`` as a workload file.
+def load_workload(
+    spec: str,
+    seed: int = 0,
+    philly: str | None = None,
+    *,
+    workload_format: str | None = None,
+    trace_start: float | None = None,
+    trace_end: float | None = None,
+    max_gpus: int | None = None,
+    sample: int | None = None,
+    load_scale: float | None = None,
+    gavel_throughputs: str | None = None,
+    gavel_gpu: str = "v100",
+) -> list[JobSpec]:
+    """Generate preset ``spec`` with ``seed``, or read ``spec`` as a workload or job-trace file
+    (format recognised from the file unless ``workload_format`` names it; see
+    ``workloads/traces.py``, :func:`~ddlsched.workloads.traces.filter_jobs` for the filters).
 
     ``philly``: a Philly job-summary trace (``timestamp,duration,num_gpus,gpu_time,cluster``)
     from which ``luo24``/``luo24-N`` sample jobs (the Pollux recipe); built-in stand-in
-    distributions when omitted."""
+    distributions when omitted. The filters also apply to a preset's jobs (ids kept);
+    ``sample`` draws with ``seed``. ``gavel_throughputs``/``gavel_gpu``: Gavel's throughputs
+    JSON and GPU type that give Gavel-trace jobs their durations."""
+    trace = TraceOptions(
+        workload_format=workload_format,
+        trace_start=trace_start,
+        trace_end=trace_end,
+        max_gpus=max_gpus,
+        sample=sample,
+        load_scale=load_scale,
+        gavel_throughputs=gavel_throughputs,
+        gavel_gpu=gavel_gpu,
+    )
+    if trace.workload_format is not None:
+        check_format(trace.workload_format)
+    jobs = _load(spec, seed, philly, trace)
+    return jobs if jobs is not None else read_with_options(Path(spec), trace, seed)
+
+
+def _load(spec: str, seed: int, philly: str | None, trace: TraceOptions) -> list[JobSpec] | None:
+    """A preset's jobs (filtered), None for a file; ``InputError`` for neither."""
+    jobs = _preset(spec, seed, philly)
+    if jobs is None:
+        if not Path(spec).exists():
+            raise InputError(
+                f"no such workload preset or file; presets: {', '.join(WORKLOAD_PRESETS)}",
+                source=spec,
+            )
+        return None
+    if trace.workload_format is not None:
+        raise InputError(
+            f"--workload-format applies to workload files, but {spec!r} is a preset",
+            field="workload_format",
+        )
+    return filter_with_options(jobs, trace, seed) if trace.has_filters() else jobs
+
+
+def _preset(spec: str, seed: int, philly: str | None) -> list[JobSpec] | None:
     name = spec.lower()
     sized = re.match(r"^luo24-(\d+)$", name)
     if (name == "luo24" or sized) and not Path(spec).is_file():
@@ -27,10 +79,4 @@ def load_workload(spec: str, seed: int = 0, philly: str | None = None) -> list[J
     gen = WORKLOAD_PRESETS.get(name)
     if gen is not None and not Path(spec).is_file():
         return gen(seed)
-    path = Path(spec)
-    if not path.exists():
-        raise InputError(
-            f"no such workload preset or file; presets: {', '.join(WORKLOAD_PRESETS)}",
-            source=spec,
-        )
-    return read_workload(path)
+    return None

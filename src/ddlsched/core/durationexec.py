@@ -1,0 +1,112 @@
+"""Job-level execution of trace jobs with a measured duration (Philly, Gavel, Tiresias traces).
+
+A job needs ``spec.duration`` seconds of wall time on its ``num_gpus`` dedicated GPUs, whatever
+GPUs it gets (the trace has no performance model). Preemption keeps the work done; every restart
+first costs the engine's ``restart_delay`` seconds without progress (GPUs held). One finish
+event per run: O(log n) per start, stop and completion.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .simulator import Simulator
+    from .state import JobState
+
+
+class _Run:
+    """One job's work state (kept across preemptions)."""
+
+    __slots__ = ("left", "since", "work_from", "ver", "running")
+
+    def __init__(self, duration: float) -> None:
+        self.left = duration  # seconds of work still to do, as of ``work_from``
+        self.since = 0.0  # when it got its current GPUs
+        self.work_from = 0.0  # when its current run starts making progress (after the delay)
+        self.ver = 0
+        self.running = False
+
+
+class DurationExecutor:
+    """Executor for duration jobs (``JobSpec.duration`` > 0)."""
+
+    def attach(self, sim: Simulator) -> None:
+        self.sim = sim
+        self.runs: dict[int, _Run] = {}
+        for j in sim.jobs:
+            if not j.spec.duration > 0:
+                raise ValueError(f"job {j.job_id} has no duration (> 0)")
+            self.runs[j.job_id] = _Run(j.spec.duration)
+        self.busy = 0.0
+        #: busy seconds per GPU of the runs that ended (see ``gpu_busy``)
+        self.gpu_busy_done = [0.0] * sim.cluster.num_gpus
+
+    # ------------------------------------------------------------------ Executor protocol
+    def start(self, job: JobState, delay: float) -> None:
+        r = self.runs[job.job_id]
+        now = self.sim.now
+        r.since = now
+        r.work_from = now + delay
+        r.running = True
+        r.ver += 1
+        self.sim.at(r.work_from + r.left, self._done, job, r.ver)
+
+    def stop(self, job: JobState) -> None:
+        r = self.runs[job.job_id]
+        r.left = self._left(r)
+        self._leave(job, r)
+
+    def refresh(self, job: JobState) -> None:
+        """Service left for SRSF-style orderings: GPUs × remaining seconds (Wang's L_J)."""
+        job.service_left = self.remaining_time(job) * job.num_gpus
+
+    def settle(self) -> None:
+        pass
+
+    def busy_gpu_seconds(self) -> float:
+        return self.busy
+
+    # ------------------------------------------------------------------ what policies ask
+    def remaining_time(self, job: JobState) -> float:
+        """Seconds of work ``job`` still needs (the trace's duration minus the work done): an
+        oracle, since a real scheduler does not know a job's duration in advance."""
+        r = self.runs[job.job_id]
+        return self._left(r) if r.running else r.left
+
+    def remaining_alone(self, job: JobState) -> float:
+        """SJF's job length: the remaining time (GPU placement does not change it here)."""
+        return self.remaining_time(job)
+
+    def attained(self, job: JobState) -> float:
+        """Seconds of work done so far."""
+        return job.spec.duration - self.remaining_time(job)
+
+    def gpu_busy(self, gpu: int) -> float:
+        """Accumulated held time of ``gpu`` so far (restart delays included)."""
+        now = self.sim.now
+        return self.gpu_busy_done[gpu] + sum(
+            now - self.runs[j.job_id].since for j in self.sim.residents[gpu]
+        )
+
+    # ------------------------------------------------------------------ internals
+    def _left(self, r: _Run) -> float:
+        done = self.sim.now - r.work_from
+        return r.left - done if done > 0 else r.left
+
+    def _leave(self, job: JobState, r: _Run) -> None:
+        """``job`` gives its GPUs back: void its finish event, account its held time."""
+        r.running = False
+        r.ver += 1
+        held = self.sim.now - r.since
+        self.busy += held * len(job.gpus)
+        for g in job.gpus:
+            self.gpu_busy_done[g] += held
+
+    def _done(self, job: JobState, ver: int) -> None:
+        r = self.runs[job.job_id]
+        if ver != r.ver or not r.running:
+            return  # preempted since
+        r.left = 0.0
+        self._leave(job, r)
+        self.sim.job_finished(job)

@@ -1,0 +1,441 @@
+"""Sweeps: the cross product policies × parameter grid × seeds of one base run config.
+
+Each run is a fully resolved config (``RunConfig.record()``); its hash (SHA-256 of the
+canonical JSON, which includes the package version, plus the contents of the files it names)
+names its result directory ``OUT/runs/<hash>/`` — the files of ``ddlsched run``. A run whose
+``summary.json`` exists is not run again, so an interrupted sweep resumes where it stopped.
+Runs execute on local processes (the experiments runner's pool) or as one Ray task each; the
+driver writes every result, so both give the same files. ``OUT/runs.csv`` has one row per run,
+``OUT/summary.csv``/``summary.md`` the mean and 95 % t-interval per (policy, grid point).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from .api import Settings
+from .config import (
+    PATH_SETTINGS,
+    RUN_KEYS,
+    WORKLOAD_OPTIONS,
+    ConfigText,
+    RunConfig,
+    build_run_config,
+    check_keys,
+    check_type,
+    config_from_record,
+    parse_run_values,
+    policy_file,
+    read_config_file,
+    resolve_value,
+    simulate_config,
+)
+from .core.results import SUMMARY_KEYS, SimResult, atomic_write_text, csv_text, write_result
+from .errors import InputError
+
+SWEEP_KEYS = ("policies", "seeds", "grid", "out", "workers", "ray_address")
+#: run keys a grid may vary (besides every ``[settings]`` key)
+GRID_RUN_KEYS = ("cluster", "workload", "placement", *WORKLOAD_OPTIONS)
+#: aggregated metrics (``summary.json`` keys)
+METRICS = tuple(k for k in SUMMARY_KEYS if k != "num_jobs")
+#: metrics in ``summary.md`` (all are in ``summary.csv``)
+MD_METRICS = ("avg_jct", "p95_jct", "makespan", "avg_queueing", "gpu_util")
+HASH_CHARS = 16
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A validated sweep file: base run values, the swept axes and executor options."""
+
+    run: Mapping[str, object]
+    settings: Mapping[str, object]
+    policies: tuple[str, ...]
+    grid: tuple[tuple[str, tuple[object, ...]], ...]
+    seeds: tuple[int, ...]
+    source: str = "sweep"
+    out: str | None = None
+    workers: int | None = None
+    ray_address: str | None = None
+    quiet: bool = False
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """One run of a sweep: its axes values, resolved config, record and hash."""
+
+    policy: str
+    point: tuple[tuple[str, object], ...]
+    seed: int
+    config: RunConfig
+    record: Mapping[str, object]
+    key: str
+
+
+@dataclass
+class SweepResult:
+    """What ``run_sweep`` did: every run, which were executed or found cached, the table."""
+
+    out: Path
+    runs: list[SweepRun]
+    executed: list[str] = field(default_factory=list)
+    cached: list[str] = field(default_factory=list)
+    table: list[dict] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------- reading
+def load_sweep(path: str | Path) -> Sweep:
+    """Read and validate a sweep file: a run config plus a ``[sweep]`` table."""
+    data, text = read_config_file(path)
+    where = ConfigText(str(path), text)
+    base = Path(path).resolve().parent
+    run, settings = parse_run_values(data, where, base, extra=("sweep",))
+    sw = data.get("sweep", {})
+    if not isinstance(sw, dict):
+        raise where.error("expected a table [sweep]", "", "sweep")
+    check_keys(sw, SWEEP_KEYS, where, "sweep")
+
+    if "policies" in sw:
+        if "policy" in run:
+            raise where.error("give either `policy` or `sweep.policies`, not both", "", "policy")
+        policies = _list(sw["policies"], str, where, "sweep", "policies")
+        policies = [resolve_value("policy", p, base) for p in policies]
+    elif "policy" in run:
+        policies = [str(run["policy"])]
+    else:
+        raise where.error(
+            "missing; give `policies = [...]` (or a top-level `policy`)", "sweep", "policies"
+        )
+    if any(not p for p in policies):
+        raise where.error("policy names must not be empty", "sweep", "policies")
+
+    if "seeds" in sw:
+        if "seed" in run:
+            raise where.error("give either `seed` or `sweep.seeds`, not both", "", "seed")
+        raw = sw["seeds"]
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            if raw < 1:
+                raise where.error("must be ≥ 1 (the number of seeds 0..N-1)", "sweep", "seeds")
+            seeds = list(range(raw))
+        else:
+            seeds = _list(raw, int, where, "sweep", "seeds")
+            if any(s < 0 for s in seeds):
+                raise where.error("seeds must be ≥ 0", "sweep", "seeds")
+    else:
+        seeds = [int(run.get("seed", 0))]  # type: ignore[call-overload]
+
+    grid_raw = sw.get("grid", {})
+    if not isinstance(grid_raw, dict):
+        raise where.error("expected a table [sweep.grid]", "sweep", "grid")
+    known_settings = {f.name: type(f.default) for f in fields(Settings)}
+    known = {**{k: RUN_KEYS[k].kind for k in GRID_RUN_KEYS}, **known_settings}
+    check_keys(grid_raw, known, where, "sweep.grid")
+    grid: list[tuple[str, tuple[object, ...]]] = []
+    for key, values in grid_raw.items():
+        vals = _list(values, known[key], where, "sweep.grid", key)
+        vals = [resolve_value(key, v, base) if isinstance(v, str) else v for v in vals]
+        grid.append((key, tuple(vals)))
+
+    out = sw.get("out", run.pop("out", None))
+    workers = sw.get("workers")
+    if workers is not None:
+        workers = check_type(workers, int, where, "sweep", "workers")
+        if workers < 1:  # type: ignore[operator]
+            raise where.error("must be ≥ 1", "sweep", "workers")
+    address = sw.get("ray_address")
+    for key, val in (("out", out), ("ray_address", address)):
+        if val is not None:
+            check_type(val, str, where, "sweep", key)
+    quiet = bool(run.pop("quiet", False))
+    run.pop("policy", None)
+    run.pop("seed", None)
+    sweep = Sweep(
+        run=run,
+        settings=settings,
+        policies=tuple(policies),
+        grid=tuple(grid),
+        seeds=tuple(seeds),
+        source=str(path),
+        out=out,  # type: ignore[arg-type]
+        workers=workers,  # type: ignore[arg-type]
+        ray_address=address,  # type: ignore[arg-type]
+        quiet=quiet,
+    )
+    expand(sweep)  # every run's config is validated now, before anything runs
+    return sweep
+
+
+def _list(value: object, kind: type, where: ConfigText, table: str, key: str) -> list:
+    """A non-empty list of distinct values of type ``kind``."""
+    if not isinstance(value, list) or not value:
+        raise where.error("expected a non-empty list", table, key)
+    vals = [check_type(v, kind, where, table, key) for v in value]
+    if len({json.dumps(v) for v in vals}) != len(vals):
+        raise where.error("values must be distinct", table, key)
+    return vals
+
+
+# ---------------------------------------------------------------------- expansion
+def expand(sweep: Sweep) -> list[SweepRun]:
+    """Every run of the sweep in order policy × grid point × seed, each resolved and hashed."""
+    runs = []
+    digests: dict[str, str] = {}
+    keys = [k for k, _ in sweep.grid]
+    for policy in sweep.policies:
+        for values in itertools.product(*(vals for _, vals in sweep.grid)):
+            point = tuple(zip(keys, values, strict=True))
+            run = dict(sweep.run)
+            settings = dict(sweep.settings)
+            for k, v in point:
+                (run if k in RUN_KEYS else settings)[k] = v
+            for seed in sweep.seeds:
+                cfg = build_run_config(
+                    {**run, "policy": policy, "seed": seed}, settings, sweep.source
+                )
+                record = cfg.record()
+                runs.append(SweepRun(policy, point, seed, cfg, record, run_hash(record, digests)))
+    return runs
+
+
+def run_hash(record: Mapping[str, object], digests: dict[str, str] | None = None) -> str:
+    """Hash of a resolved config: its canonical JSON (with the version) and the contents of the
+    files it names, so an edited workload file is not mistaken for a cached one."""
+    digests = {} if digests is None else digests
+    h = hashlib.sha256(json.dumps(record, sort_keys=True, separators=(",", ":")).encode())
+    settings = record.get("settings", {})
+    named = [record.get("cluster"), record.get("workload"), policy_file(str(record["policy"]))]
+    named += [settings.get(k) for k in PATH_SETTINGS]  # type: ignore[union-attr]
+    for value in named:
+        if isinstance(value, str) and value and Path(value).exists():
+            if value not in digests:
+                digests[value] = _digest(Path(value))
+            h.update(f"\0{value}\0{digests[value]}".encode())
+    return h.hexdigest()[:HASH_CHARS]
+
+
+def _digest(path: Path) -> str:
+    """SHA-256 of a file, or of a folder's file names and contents."""
+    h = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for f in files:
+        h.update(str(f.relative_to(path) if path.is_dir() else "").encode() + b"\0")
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------------- running
+def execute_record(record: Mapping[str, object]) -> SimResult:
+    """Simulate one recorded config (the unit of work of both executors)."""
+    return simulate_config(config_from_record(record))
+
+
+def run_sweep(
+    sweep: Sweep,
+    out: str | Path | None = None,
+    *,
+    executor: str = "local",
+    workers: int | None = None,
+    ray_address: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    on_plan: Callable[[int, int], None] | None = None,
+) -> SweepResult:
+    """Run the sweep's missing runs (``executor`` ``local`` processes or ``ray`` tasks), then
+    write ``runs.csv``, ``summary.csv`` and ``summary.md`` into ``out``.
+
+    ``ray_address``: ``local`` starts a private Ray instance (``workers`` CPUs), ``auto`` or
+    ``HOST:PORT`` (or ``ray://HOST:PORT``) joins a running cluster; an already initialised Ray
+    is used as it is. ``on_plan(total, cached)`` is told the counts before anything runs."""
+    target = out if out is not None else sweep.out
+    if target is None:
+        raise InputError("missing; give --out or `out = ...` in [sweep]", field="out")
+    root = Path(target)
+    if executor not in ("local", "ray"):
+        raise InputError("must be 'local' or 'ray'", field="executor")
+    runs = expand(sweep)
+    result = SweepResult(root, runs)
+    todo = []
+    for r in runs:
+        if (root / "runs" / r.key / "summary.json").exists():
+            result.cached.append(r.key)
+        else:
+            todo.append(r)
+    atomic_write_text(root / "sweep.json", _sweep_json(sweep, runs))
+    if on_plan:
+        on_plan(len(runs), len(result.cached))
+    if progress and not todo:
+        progress(len(runs), len(runs))
+
+    def save(i: int, res: SimResult) -> None:
+        run = todo[i]
+        write_result(res, root / "runs" / run.key, config=dict(run.record))
+        result.executed.append(run.key)
+
+    def step(done: int, total: int) -> None:
+        if progress:
+            progress(len(result.cached) + done, len(runs))
+
+    records = [dict(r.record) for r in todo]
+    if todo:
+        if executor == "ray":
+            _ray_map(records, workers, ray_address or "local", step, save)
+        else:
+            from .experiments.runner import _map
+
+            _map(execute_record, records, workers, step, on_result=save)
+    result.table = write_summary(sweep, runs, root)
+    return result
+
+
+def _ray_map(
+    records: Sequence[Mapping[str, object]],
+    workers: int | None,
+    address: str,
+    progress: Callable[[int, int], None],
+    on_result: Callable[[int, SimResult], None],
+) -> None:
+    """One Ray task per record; results handed to ``on_result`` as they finish."""
+    try:
+        import ray
+        from ray.exceptions import RayTaskError
+    except ImportError:
+        raise InputError(
+            "Ray is not installed; pip install 'ddlsched[ray]'", field="--ray-address"
+        ) from None
+    started = False
+    if not ray.is_initialized():
+        try:
+            if address == "local":
+                ray.init(
+                    num_cpus=workers or os.cpu_count() or 1,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                )
+            else:
+                ray.init(address=address, log_to_driver=False)
+        except (ConnectionError, ValueError, RuntimeError) as e:
+            raise InputError(f"cannot start or reach Ray: {e}", field="--ray-address") from None
+        started = True
+    try:
+        task = ray.remote(num_cpus=1)(execute_record)
+        index = {task.remote(r): i for i, r in enumerate(records)}
+        pending = list(index)
+        done = 0
+        try:
+            while pending:
+                ready, pending = ray.wait(pending, num_returns=1)
+                for ref in ready:
+                    try:
+                        res = ray.get(ref)
+                    except RayTaskError as e:
+                        cause = getattr(e, "cause", None)
+                        if isinstance(cause, InputError):
+                            raise InputError(str(cause)) from None
+                        raise
+                    on_result(index[ref], res)
+                    done += 1
+                    progress(done, len(records))
+        except BaseException:
+            for ref in pending:
+                ray.cancel(ref, force=True)
+            raise
+    finally:
+        if started:
+            ray.shutdown()
+
+
+# ---------------------------------------------------------------------- aggregating
+def _cell(value: object) -> object:
+    """Grid values in tables: booleans as true/false, the rest as they are."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def _sweep_json(sweep: Sweep, runs: Sequence[SweepRun]) -> str:
+    from . import __version__
+
+    doc = {
+        "version": __version__,
+        "source": sweep.source,
+        "policies": list(sweep.policies),
+        "grid": {k: list(v) for k, v in sweep.grid},
+        "seeds": list(sweep.seeds),
+        "runs": [
+            {"key": r.key, "policy": r.policy, "seed": r.seed, "grid": dict(r.point)} for r in runs
+        ],
+    }
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def aggregate(sweep: Sweep, runs: Sequence[SweepRun], root: Path) -> list[dict]:
+    """Mean and 95 % t-interval of every metric per (policy, grid point), from the runs'
+    ``summary.json`` files."""
+    from .experiments.runner import mean_ci
+
+    groups: dict[tuple, list[dict]] = {}
+    for r in runs:
+        summary = json.loads((root / "runs" / r.key / "summary.json").read_text())
+        groups.setdefault((r.policy, r.point), []).append(summary)
+    table = []
+    for (policy, point), sums in groups.items():
+        row: dict[str, object] = {"policy": policy, **dict(point), "runs": len(sums)}
+        for m in METRICS:
+            mean, lo, hi = mean_ci([float(s.get(m, float("nan"))) for s in sums])
+            row |= {f"{m}_mean": mean, f"{m}_ci_low": lo, f"{m}_ci_high": hi}
+        table.append(row)
+    return table
+
+
+def write_summary(sweep: Sweep, runs: Sequence[SweepRun], root: Path) -> list[dict]:
+    """Write ``runs.csv``, ``summary.csv`` and ``summary.md``; return the summary rows."""
+    keys = [k for k, _ in sweep.grid]
+    run_cols = ["key", "policy", *keys, "seed", *METRICS, "num_jobs"]
+    rows = []
+    for r in runs:
+        s = json.loads((root / "runs" / r.key / "summary.json").read_text())
+        point = dict(r.point)
+        rows.append(
+            [r.key, r.policy, *(_cell(point[k]) for k in keys), r.seed]
+            + [float(s[m]) for m in METRICS]
+            + [s["num_jobs"]]
+        )
+    atomic_write_text(root / "runs.csv", csv_text(run_cols, rows))
+    table = aggregate(sweep, runs, root)
+    cols = ["policy", *keys, "runs"] + [
+        f"{m}_{part}" for m in METRICS for part in ("mean", "ci_low", "ci_high")
+    ]
+    atomic_write_text(
+        root / "summary.csv", csv_text(cols, [[_cell(t[c]) for c in cols] for t in table])
+    )
+    atomic_write_text(root / "summary.md", format_markdown(sweep, table))
+    return table
+
+
+def format_markdown(sweep: Sweep, table: Sequence[Mapping[str, object]]) -> str:
+    """The summary as a markdown table: ``mean [95 % CI]`` per metric (GPU util in %)."""
+    keys = [k for k, _ in sweep.grid]
+    head = ["policy", *keys, "runs", *MD_METRICS]
+    lines = [
+        f"# Sweep {Path(sweep.source).name}",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for t in table:
+        cells = [str(t["policy"]), *(str(_cell(t[k])) for k in keys), str(t["runs"])]
+        for m in MD_METRICS:
+            f = 100.0 if m == "gpu_util" else 1.0
+            cells.append(
+                f"{t[f'{m}_mean'] * f:.1f} [{t[f'{m}_ci_low'] * f:.1f}, "  # type: ignore[operator]
+                f"{t[f'{m}_ci_high'] * f:.1f}]"  # type: ignore[operator]
+            )
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Mean over seeds, 95 % Student-t interval in brackets; GPU util in %.", ""]
+    return "\n".join(lines)

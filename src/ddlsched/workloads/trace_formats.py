@@ -1,0 +1,373 @@
+"""Readers for other simulators' job traces: Philly job summaries, Gavel (10 and 7 columns) and
+the Tiresias simulator's CSV; see ``docs/formats.md`` ("Job traces").
+
+Each reader returns jobs in file order (``job_id`` = row index, arrivals as the file gives them;
+Philly: in submission order, arrivals from the first);
+:func:`ddlsched.workloads.traces.read_trace` sorts, renumbers and filters them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ..core.job import JobSpec, ModelProfile
+from ..errors import InputError, quote, suggest
+from .philly import read_philly
+
+#: Gavel's current trace: tab-separated, no header (``scheduler/utils.py: parse_trace``).
+GAVEL_COLUMNS: tuple[str, ...] = (
+    "job_type",
+    "command",
+    "working_directory",
+    "num_steps_arg",
+    "needs_data_dir",
+    "total_steps",
+    "scale_factor",
+    "priority_weight",
+    "SLO",
+    "arrival_time",
+)
+#: Gavel's older trace of the Philly virtual clusters (``msr-seed0/<vc>.trace``).
+GAVEL_PHILLY_COLUMNS: tuple[str, ...] = (
+    "job_type",
+    "command",
+    "num_steps_arg",
+    "needs_data_dir",
+    "total_steps",
+    "arrival_time",
+    "scale_factor",
+)
+#: The Tiresias simulator's CSV header; ``num_gpu``, ``submit_time`` and ``duration`` are needed.
+TIRESIAS_COLUMNS: tuple[str, ...] = (
+    "job_id",
+    "num_gpu",
+    "submit_time",
+    "iterations",
+    "model_name",
+    "duration",
+    "interval",
+)
+TIRESIAS_REQUIRED: tuple[str, ...] = ("num_gpu", "submit_time", "duration")
+#: Model name of trace jobs whose format names none (Philly).
+PLACEHOLDER_MODEL = "trace"
+
+_BATCH_RE = re.compile(r"\(batch size (\d+)\)")
+_KEY_RE = re.compile(r"^\('(.*)', (\d+)\)$")
+
+
+def placeholder_model(name: str, batch_size: int = 0) -> ModelProfile:
+    """The profile of a trace job: a name and batch size, no performance model (the job runs
+    for its ``duration``)."""
+    return ModelProfile(name or PLACEHOLDER_MODEL, 0.0, 0.0, batch_size, 0.0, 0.0)
+
+
+def batch_from_name(name: str) -> int:
+    """The batch size in a Gavel job type such as ``ResNet-50 (batch size 32)``, else 0."""
+    m = _BATCH_RE.search(name)
+    return int(m.group(1)) if m else 0
+
+
+def read_text(path: Path) -> str:
+    """A trace file's text; ``InputError`` when it cannot be read as UTF-8."""
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise InputError("file not found", source=str(path)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a file", source=str(path)) from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"not a UTF-8 text file ({e.reason})", source=str(path)) from None
+    except OSError as e:
+        raise InputError(f"cannot read file: {e.strerror}", source=str(path)) from None
+
+
+def parse_number(raw: str, source: str, line: int | None, field: str, *, positive: bool) -> float:
+    """A finite number ``≥ 0`` (``> 0`` if ``positive``) or an ``InputError`` at file/line/field."""
+    try:
+        v = float(raw)
+    except ValueError:
+        raise InputError(
+            f"expected a number, got {quote(raw.strip())}", source=source, line=line, field=field
+        ) from None
+    if not math.isfinite(v) or v < 0 or (positive and v == 0):
+        bound = "> 0" if positive else "≥ 0"
+        raise InputError(
+            f"must be a finite number {bound}, got {quote(raw.strip())}",
+            source=source,
+            line=line,
+            field=field,
+        )
+    return v
+
+
+def parse_count(raw: str, source: str, line: int | None, field: str) -> int:
+    """A whole number ``≥ 1`` (``4`` or ``4.0``) or an ``InputError`` at file/line/field."""
+    try:
+        v = float(raw)
+    except ValueError:
+        v = math.nan
+    if not (math.isfinite(v) and v.is_integer() and v >= 1):
+        raise InputError(
+            f"expected a whole number ≥ 1, got {quote(raw.strip())}",
+            source=source,
+            line=line,
+            field=field,
+        )
+    return int(v)
+
+
+# --------------------------------------------------------------------------------------------
+# Philly job summaries
+# --------------------------------------------------------------------------------------------
+
+
+def read_philly_jobs(path: Path) -> list[JobSpec]:
+    """Philly jobs in submission order: arrival = submission − the trace's first submission,
+    the measured ``duration`` on ``num_gpus`` GPUs; no model (``cluster``, the virtual cluster,
+    is not kept)."""
+    trace = read_philly(path)
+    bad = (trace.duration <= 0).nonzero()[0]
+    if len(bad):
+        raise InputError(
+            "duration must be > 0 for a trace job",
+            source=str(path),
+            line=int(trace.line[bad[0]]),
+            field="duration",
+        )
+    # Built in arrival order (ties: file order), so that sorting and numbering change nothing.
+    order = np.argsort(trace.submit, kind="stable")
+    profile = placeholder_model(PLACEHOLDER_MODEL)
+    arrivals = (trace.submit[order] - trace.submit[order[0]]).tolist()
+    gpus = trace.num_gpus[order].tolist()
+    durations = trace.duration[order].tolist()
+    return [
+        JobSpec(
+            job_id=i,
+            arrival=arrivals[i],
+            num_gpus=gpus[i],
+            iterations=0,
+            model=profile,
+            duration=durations[i],
+        )
+        for i in range(len(arrivals))
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Gavel
+# --------------------------------------------------------------------------------------------
+
+
+def read_gavel(
+    path: Path,
+    columns: tuple[str, ...] = GAVEL_COLUMNS,
+    *,
+    throughputs: str | Path | None = None,
+    gpu_type: str = "v100",
+) -> list[JobSpec]:
+    """Jobs of a Gavel trace with ``columns`` (:data:`GAVEL_COLUMNS` or
+    :data:`GAVEL_PHILLY_COLUMNS`): ``total_steps`` iterations on ``scale_factor`` GPUs arriving
+    at ``arrival_time`` seconds; the model is the ``job_type``.
+
+    With ``throughputs`` (Gavel's ``simulation_throughputs.json``) each job also gets
+    ``duration = total_steps / throughput`` (steps/s of the job type alone on ``scale_factor``
+    GPUs of ``gpu_type``). Scale factors the file does not measure are extrapolated linearly
+    from the nearest measured one (below if any, else above): ``thr(k) · scale_factor / k``."""
+    source = str(path)
+    table = gavel_throughputs(throughputs, gpu_type) if throughputs is not None else None
+    idx = {c: i for i, c in enumerate(columns)}
+    jobs: list[JobSpec] = []
+    profiles: dict[str, ModelProfile] = {}
+    for line, raw in enumerate(read_text(path).split("\n"), start=1):
+        raw = raw.rstrip("\r")
+        if not raw.strip():
+            continue
+        cells = raw.split("\t")
+        if len(cells) != len(columns):
+            raise InputError(
+                f"expected {len(columns)} tab-separated fields ({', '.join(columns)}), "
+                f"got {len(cells)}",
+                source=source,
+                line=line,
+            )
+        job_type = cells[idx["job_type"]].strip()
+        if not job_type:
+            raise InputError("empty job type", source=source, line=line, field="job_type")
+        steps = parse_count(cells[idx["total_steps"]], source, line, "total_steps")
+        gpus = parse_count(cells[idx["scale_factor"]], source, line, "scale_factor")
+        arrival = parse_number(
+            cells[idx["arrival_time"]], source, line, "arrival_time", positive=False
+        )
+        duration = 0.0
+        if table is not None:
+            duration = steps / _throughput(table, job_type, gpus, throughputs, source, line)
+        profile = profiles.get(job_type)
+        if profile is None:
+            profile = profiles[job_type] = placeholder_model(job_type, batch_from_name(job_type))
+        jobs.append(
+            JobSpec(
+                job_id=len(jobs),
+                arrival=arrival,
+                num_gpus=gpus,
+                iterations=steps,
+                model=profile,
+                duration=duration,
+            )
+        )
+    if not jobs:
+        raise InputError("no jobs: the trace is empty", source=source)
+    return jobs
+
+
+def gavel_throughputs(path: str | Path, gpu_type: str) -> dict[str, dict[int, float]]:
+    """``job type → {scale factor: steps/s alone}`` on ``gpu_type`` from Gavel's throughputs
+    JSON (keys ``"('<job type>', <scale factor>)"``, value ``{"null": steps/s, ...}``)."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError as e:
+        raise InputError(f"cannot read throughputs file: {e.strerror}", source=str(p)) from None
+    data = _load_throughputs(str(p.resolve()), str(p), st.st_mtime_ns, st.st_size)
+    table = data.get(gpu_type)
+    if table is None:
+        raise InputError(
+            f"no GPU type {quote(gpu_type)}{suggest(gpu_type, data)}; "
+            f"the file has: {', '.join(sorted(data))}",
+            source=str(p),
+            field="gavel_gpu",
+        )
+    return table
+
+
+@lru_cache(maxsize=4)
+def _load_throughputs(
+    path: str, source: str, _mtime_ns: int, _size: int
+) -> dict[str, dict[str, dict[int, float]]]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read throughputs file: {e}", source=source) from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"invalid JSON: {e.msg}", source=source, line=e.lineno) from None
+    if not isinstance(data, dict):
+        raise InputError("expected an object keyed by GPU type", source=source)
+    out: dict[str, dict[str, dict[int, float]]] = {}
+    for gpu, entries in data.items():
+        table: dict[str, dict[int, float]] = {}
+        if not isinstance(entries, dict):
+            raise InputError("expected an object of job types", source=source, field=gpu)
+        for key, value in entries.items():
+            m = _KEY_RE.match(key)
+            alone = value.get("null") if isinstance(value, dict) else None
+            if m is None or not isinstance(alone, (int, float)) or not alone >= 0:
+                raise InputError(
+                    'expected key "(\'<job type>\', <scale factor>)" with a "null" throughput ≥ 0',
+                    source=source,
+                    field=f"{gpu}.{key}",
+                )
+            if alone > 0:  # 0: the configuration did not run (counts as not measured)
+                table.setdefault(m.group(1), {})[int(m.group(2))] = float(alone)
+        out[gpu] = table
+    return out
+
+
+def _throughput(
+    table: dict[str, dict[int, float]],
+    job_type: str,
+    gpus: int,
+    throughputs: str | Path | None,
+    source: str,
+    line: int,
+) -> float:
+    measured = table.get(job_type)
+    if not measured:
+        raise InputError(
+            f"job type {quote(job_type)} has no throughput in {throughputs}"
+            f"{suggest(job_type, table)}",
+            source=source,
+            line=line,
+            field="job_type",
+        )
+    if gpus in measured:
+        return measured[gpus]
+    below = [k for k in measured if k < gpus]
+    k = max(below) if below else min(measured)
+    return measured[k] * gpus / k
+
+
+# --------------------------------------------------------------------------------------------
+# Tiresias simulator CSV
+# --------------------------------------------------------------------------------------------
+
+
+def is_tiresias_header(header: list[str]) -> bool:
+    """Whether a CSV header has the Tiresias simulator's required columns."""
+    cols = {c.strip() for c in header}
+    return all(c in cols for c in TIRESIAS_REQUIRED)
+
+
+def read_tiresias(path: Path) -> list[JobSpec]:
+    """Jobs of a Tiresias-simulator CSV: ``num_gpu`` GPUs for ``duration`` s arriving at
+    ``submit_time`` s; ``iterations`` and ``model_name`` kept where given, ``job_id`` kept as the
+    job's name; ``interval`` and other columns ignored."""
+    source = str(path)
+    reader = csv.reader(io.StringIO(read_text(path), newline=""))
+    header: list[str] | None = None
+    jobs: list[JobSpec] = []
+    profiles: dict[str, ModelProfile] = {}
+    try:
+        for row in reader:
+            line = reader.line_num
+            if not any(c.strip() for c in row):
+                continue
+            if header is None:
+                header = [c.strip() for c in row]
+                missing = [c for c in TIRESIAS_REQUIRED if c not in header]
+                if missing:
+                    raise InputError(
+                        f"not a Tiresias trace: missing column(s) {', '.join(missing)}",
+                        source=source,
+                        line=line,
+                    )
+                continue
+            if len(row) != len(header):
+                raise InputError(
+                    f"expected {len(header)} fields (as in the header), got {len(row)}",
+                    source=source,
+                    line=line,
+                )
+            rec = dict(zip(header, (c.strip() for c in row), strict=True))
+            gpus = parse_count(rec["num_gpu"], source, line, "num_gpu")
+            arrival = parse_number(rec["submit_time"], source, line, "submit_time", positive=False)
+            duration = parse_number(rec["duration"], source, line, "duration", positive=True)
+            iterations = 0
+            if rec.get("iterations"):
+                iterations = parse_count(rec["iterations"], source, line, "iterations")
+            model = rec.get("model_name") or PLACEHOLDER_MODEL
+            profile = profiles.get(model)
+            if profile is None:
+                profile = profiles[model] = placeholder_model(model, batch_from_name(model))
+            jobs.append(
+                JobSpec(
+                    job_id=len(jobs),
+                    arrival=arrival,
+                    num_gpus=gpus,
+                    iterations=iterations,
+                    model=profile,
+                    name=rec.get("job_id", ""),
+                    duration=duration,
+                )
+            )
+    except csv.Error as e:
+        raise InputError(f"malformed CSV: {e}", source=source, line=reader.line_num) from None
+    if not jobs:
+        raise InputError("no jobs in the Tiresias trace", source=source)
+    return jobs

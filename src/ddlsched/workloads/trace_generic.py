@@ -1,0 +1,306 @@
+"""The generic job-trace schema (CSV or Parquet): reading with file/line/field errors, and
+writing any imported trace to it; see ``docs/formats.md`` ("Job traces")."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from ..core.job import JobSpec, ModelProfile
+from ..core.results import atomic_write_text, csv_text
+from ..errors import InputError, quote, suggest
+from ..perf.models import builtin_model
+from .trace_formats import PLACEHOLDER_MODEL, placeholder_model, read_text
+
+#: Every column of the generic schema, in the order :func:`write_generic` writes them
+#: (``user`` and ``queue`` are accepted on input but not kept).
+GENERIC_COLUMNS: tuple[str, ...] = (
+    "arrival",
+    "num_gpus",
+    "duration",
+    "iterations",
+    "model",
+    "application",
+    "batch_size",
+    "name",
+    "user",
+    "queue",
+)
+#: Columns every generic trace must have.
+GENERIC_REQUIRED: tuple[str, ...] = ("arrival", "num_gpus")
+#: Columns written by :func:`write_generic`.
+WRITTEN_COLUMNS: tuple[str, ...] = GENERIC_COLUMNS[:8]
+#: First bytes of a Parquet file.
+PARQUET_MAGIC = b"PAR1"
+
+_Err = Callable[[str, "str | None"], InputError]
+
+
+def is_parquet(path: Path) -> bool:
+    """Whether ``path`` starts with the Parquet magic bytes."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == PARQUET_MAGIC
+    except OSError:
+        return False
+
+
+def is_generic_header(header: list[str]) -> bool:
+    """Whether a CSV header has the generic schema's required columns."""
+    cols = {c.strip() for c in header}
+    return all(c in cols for c in GENERIC_REQUIRED)
+
+
+def read_generic(path: Path) -> list[JobSpec]:
+    """Jobs of a generic trace (Parquet by its magic bytes, else CSV) in file order."""
+    if is_parquet(path):
+        return _read_parquet(path)
+    return _read_csv(path)
+
+
+def _check_header(header: list[str], err: Callable[[str, str | None], InputError]) -> None:
+    seen: set[str] = set()
+    for name in header:
+        if name not in GENERIC_COLUMNS:
+            raise err(
+                f"unknown column {quote(name)}{suggest(name, GENERIC_COLUMNS)}; "
+                f"valid columns: {', '.join(GENERIC_COLUMNS)}",
+                name or None,
+            )
+        if name in seen:
+            raise err(f"duplicate column {quote(name)}", name)
+        seen.add(name)
+    for name in GENERIC_REQUIRED:
+        if name not in seen:
+            raise err(f"missing required column {quote(name)}", name)
+
+
+def _read_csv(path: Path) -> list[JobSpec]:
+    source = str(path)
+    reader = csv.reader(io.StringIO(read_text(path), newline=""))
+    header: list[str] | None = None
+    jobs: list[JobSpec] = []
+    cache: dict[tuple[Any, ...], ModelProfile] = {}
+    try:
+        for row in reader:
+            line = reader.line_num
+            if not any(c.strip() for c in row) or row[0].lstrip().startswith("#"):
+                continue
+
+            def err(message: str, field: str | None, line: int = line) -> InputError:
+                return InputError(message, source=source, line=line, field=field)
+
+            if header is None:
+                header = [c.strip() for c in row]
+                _check_header(header, err)
+                continue
+            if len(row) != len(header):
+                raise err(f"expected {len(header)} fields (as in the header), got {len(row)}", None)
+            jobs.append(_build(dict(zip(header, row, strict=True)), len(jobs), err, cache))
+    except csv.Error as e:
+        raise InputError(f"malformed CSV: {e}", source=source, line=reader.line_num) from None
+    if header is None:
+        raise InputError("file is empty; expected a header row and jobs", source=source)
+    if not jobs:
+        raise InputError("no jobs: the file has a header but no job rows", source=source)
+    return jobs
+
+
+def _read_parquet(path: Path) -> list[JobSpec]:
+    source = str(path)
+    pq = _pyarrow_parquet()
+    try:
+        table = pq.read_table(path)
+    except Exception as e:  # pyarrow raises several types for corrupt files
+        raise InputError(f"cannot read Parquet file: {e}", source=source) from None
+
+    def file_err(message: str, field: str | None) -> InputError:
+        return InputError(message, source=source, field=field)
+
+    _check_header(list(table.column_names), file_err)
+    columns = table.to_pydict()
+    names = list(columns)
+    jobs: list[JobSpec] = []
+    cache: dict[tuple[Any, ...], ModelProfile] = {}
+    for i in range(table.num_rows):
+
+        def err(message: str, field: str | None, row: int = i + 1) -> InputError:
+            return InputError(f"row {row}: {message}", source=source, field=field)
+
+        jobs.append(_build({c: columns[c][i] for c in names}, i, err, cache))
+    if not jobs:
+        raise InputError("no jobs: the Parquet file has no rows", source=source)
+    return jobs
+
+
+def _pyarrow_parquet() -> Any:
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:  # pragma: no cover - pyarrow is a declared dependency
+        raise InputError("reading or writing Parquet needs pyarrow (pip install pyarrow)") from None
+    return pq
+
+
+# --------------------------------------------------------------------------------------------
+# one row
+# --------------------------------------------------------------------------------------------
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, str) and not v.strip())
+
+
+def _number(v: Any, field: str, err: _Err) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+        raise err(f"expected a number, got {v!r}", field)
+    try:
+        x = float(v)
+    except ValueError:
+        raise err(f"expected a number, got {quote(str(v).strip())}", field) from None
+    if not math.isfinite(x):
+        raise err(f"must be a finite number, got {quote(str(v).strip())}", field)
+    return x
+
+
+def _whole(v: Any, field: str, err: _Err) -> int:
+    x = _number(v, field, err)
+    if not x.is_integer() or x < 1:
+        raise err(f"expected a whole number ≥ 1, got {quote(str(v).strip())}", field)
+    return int(x)
+
+
+def _text(v: Any, field: str, err: _Err) -> str:
+    if _missing(v):
+        return ""
+    if not isinstance(v, str):
+        raise err(f"expected text, got {v!r}", field)
+    return v.strip()
+
+
+def _build(
+    rec: dict[str, Any], index: int, err: _Err, cache: dict[tuple[Any, ...], ModelProfile]
+) -> JobSpec:
+    for name in GENERIC_REQUIRED:
+        if _missing(rec.get(name)):
+            raise err("missing value for required field", name)
+    arrival = _number(rec["arrival"], "arrival", err)
+    if arrival < 0:
+        raise err(f"must be ≥ 0, got {arrival:g}", "arrival")
+    num_gpus = _whole(rec["num_gpus"], "num_gpus", err)
+    duration = 0.0
+    if not _missing(rec.get("duration")):
+        duration = _number(rec["duration"], "duration", err)
+        if duration <= 0:
+            raise err(f"must be > 0, got {duration:g}", "duration")
+    iterations = 0
+    if not _missing(rec.get("iterations")):
+        iterations = _whole(rec["iterations"], "iterations", err)
+    batch = 0
+    if not _missing(rec.get("batch_size")):
+        batch = _whole(rec["batch_size"], "batch_size", err)
+    model = _text(rec.get("model"), "model", err)
+    application = _text(rec.get("application"), "application", err)
+    name = _text(rec.get("name"), "name", err)
+    for extra in ("user", "queue"):
+        _text(rec.get(extra), extra, err)
+    if not duration and not iterations and not application:
+        raise err("a job needs a duration, iterations or an application", "duration")
+    key = (model, application, batch, bool(duration))
+    profile = cache.get(key)
+    if profile is None:
+        profile = cache[key] = _profile(model, application, batch, bool(duration))
+    return JobSpec(
+        job_id=index,
+        arrival=arrival,
+        num_gpus=num_gpus,
+        iterations=iterations,
+        model=profile,
+        application=application,
+        batch_size=batch if application else 0,
+        name=name,
+        duration=duration,
+    )
+
+
+def _profile(model: str, application: str, batch: int, has_duration: bool) -> ModelProfile:
+    """A built-in model's profile for an iterations job naming one; otherwise a placeholder."""
+    base = builtin_model(model) if model and not has_duration and not application else None
+    if base is not None:
+        return dataclasses.replace(base, batch_size=batch) if batch else base
+    return placeholder_model(model or application, batch)
+
+
+# --------------------------------------------------------------------------------------------
+# writing
+# --------------------------------------------------------------------------------------------
+
+
+def _rows(jobs: Iterable[JobSpec]) -> list[list[Any]]:
+    rows = []
+    for j in sorted(jobs, key=lambda j: (j.arrival, j.job_id)):
+        model = "" if j.model.name == PLACEHOLDER_MODEL else j.model.name
+        batch = j.batch_size or j.model.batch_size
+        rows.append(
+            [
+                float(j.arrival),
+                j.num_gpus,
+                float(j.duration) if j.duration > 0 else None,
+                j.iterations or None,
+                model,
+                j.application or None,
+                batch or None,
+                j.name or None,
+            ]
+        )
+    return rows
+
+
+def write_generic(jobs: Iterable[JobSpec], path: str | Path) -> None:
+    """Write jobs in the generic schema, ``(arrival, job_id)`` order, atomically: Parquet for a
+    ``.parquet``/``.pq`` path, else CSV. Reads back to the same jobs (ids renumbered 0..n-1)."""
+    path = Path(path)
+    rows = _rows(jobs)
+    if not rows:
+        raise InputError("no jobs to write", source=str(path))
+    if path.suffix.lower() in (".parquet", ".pq"):
+        _write_parquet(rows, path)
+    else:
+        text_rows = [["" if v is None else v for v in r] for r in rows]
+        atomic_write_text(path, csv_text(WRITTEN_COLUMNS, text_rows))
+
+
+def _write_parquet(rows: list[list[Any]], path: Path) -> None:
+    pq = _pyarrow_parquet()
+    import pyarrow as pa
+
+    types = (
+        pa.float64(),
+        pa.int64(),
+        pa.float64(),
+        pa.int64(),
+        pa.string(),
+        pa.string(),
+        pa.int64(),
+        pa.string(),
+    )
+    arrays = [pa.array([r[k] for r in rows], type=t) for k, t in enumerate(types)]
+    table = pa.Table.from_arrays(arrays, names=list(WRITTEN_COLUMNS))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

@@ -1,0 +1,251 @@
+"""Sweeps (``ddlsched sweep``): expansion, hashing, cache/resume, intervals, executors."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ddlsched.cli import main
+from ddlsched.errors import InputError
+from ddlsched.experiments.runner import _map
+from ddlsched.sweep import METRICS, expand, load_sweep, run_sweep, write_summary
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+WORKLOAD = """job_id,arrival,num_gpus,iterations,model
+1,0,2,200,resnet50
+2,1,4,100,vgg16
+3,2.5,1,300,lstm-ptb
+4,3,8,50,inception3
+"""
+
+SWEEP = """cluster = "tiny"
+workload = "jobs.csv"
+
+[settings]
+iterations_per_task = 10
+
+[sweep]
+policies = ["ada-srsf", "srsf1"]
+seeds = 2
+
+[sweep.grid]
+placement = ["ff", "rand"]
+"""
+
+
+@pytest.fixture
+def sweep_file(tmp_path: Path) -> Path:
+    d = tmp_path / "in"
+    d.mkdir()
+    (d / "jobs.csv").write_text(WORKLOAD)
+    p = d / "sweep.toml"
+    p.write_text(SWEEP)
+    return p
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def test_expansion_is_the_cross_product_in_order(tmp_path: Path, sweep_file: Path) -> None:
+    text = SWEEP.replace("seeds = 2", "seeds = [4, 1, 9]") + "kappa = [1, 2]\n"
+    sweep_file.write_text(text)
+    runs = expand(load_sweep(sweep_file))
+    assert len(runs) == 2 * 2 * 2 * 3  # policies × placements × kappas × seeds
+    assert len({r.key for r in runs}) == len(runs)
+    first = [(r.policy, dict(r.point), r.seed) for r in runs[:4]]
+    assert first == [
+        ("ada-srsf", {"placement": "ff", "kappa": 1}, 4),
+        ("ada-srsf", {"placement": "ff", "kappa": 1}, 1),
+        ("ada-srsf", {"placement": "ff", "kappa": 1}, 9),
+        ("ada-srsf", {"placement": "ff", "kappa": 2}, 4),
+    ]
+    last = runs[-1]
+    assert (last.policy, last.config.placement, last.config.settings.kappa) == ("srsf1", "rand", 2)
+    assert last.config.settings.iterations_per_task == 10  # the base settings stay
+    assert last.record["workload"] == str(sweep_file.parent / "jobs.csv")
+
+
+def test_hash_is_stable_and_follows_config_and_file_contents(sweep_file: Path) -> None:
+    keys = [r.key for r in expand(load_sweep(sweep_file))]
+    assert keys == [r.key for r in expand(load_sweep(sweep_file))]
+    sweep_file.write_text(SWEEP.replace("iterations_per_task = 10", "iterations_per_task = 20"))
+    changed = [r.key for r in expand(load_sweep(sweep_file))]
+    assert not set(keys) & set(changed)
+    sweep_file.write_text(SWEEP)
+    (sweep_file.parent / "jobs.csv").write_text(WORKLOAD.replace("200,resnet50", "201,resnet50"))
+    edited = [r.key for r in expand(load_sweep(sweep_file))]
+    assert not set(keys) & set(edited)  # same config text, other workload contents
+
+
+@pytest.mark.parametrize(
+    "edit, field, expected",
+    [
+        (("policies =", "polices ="), "sweep.polices", "did you mean 'policies'"),
+        (('placement = ["ff", "rand"]', "kapa = [1, 2]"), "sweep.grid.kapa", "'kappa'"),
+        (('placement = ["ff", "rand"]', "kappa = [1, 2.5]"), "sweep.grid.kappa", "integer"),
+        (('placement = ["ff", "rand"]', "kappa = 2"), "sweep.grid.kappa", "non-empty list"),
+        (('placement = ["ff", "rand"]', "kappa = [0]"), "kappa", "≥ 1"),
+        (("seeds = 2", "seeds = [1, 1]"), "sweep.seeds", "distinct"),
+        (("seeds = 2", "seeds = 0"), "sweep.seeds", "≥ 1"),
+        (("seeds = 2", "seeds = 2\nworkers = 0"), "sweep.workers", "≥ 1"),
+        (('cluster = "tiny"', 'cluster = "tiny"\npolicy = "srsf1"'), "policy", "not both"),
+    ],
+)
+def test_bad_sweep_files_name_the_key(sweep_file: Path, edit, field, expected) -> None:
+    sweep_file.write_text(SWEEP.replace(*edit))
+    with pytest.raises(InputError) as info:
+        load_sweep(sweep_file)
+    assert info.value.field == field and expected in str(info.value)
+    assert str(sweep_file) in str(info.value)
+
+
+def test_cache_hit_and_resume_run_only_missing_runs(tmp_path: Path, sweep_file: Path) -> None:
+    out = tmp_path / "out"
+    sweep = load_sweep(sweep_file)
+    first = run_sweep(sweep, out, workers=1)
+    assert len(first.executed) == 8 and not first.cached
+    summary = (out / "summary.csv").read_bytes()
+    again = run_sweep(sweep, out, workers=1)
+    assert not again.executed and len(again.cached) == 8  # everything cached
+    gone = [first.runs[1].key, first.runs[6].key]
+    for key in gone:
+        shutil.rmtree(out / "runs" / key)
+    resumed = run_sweep(sweep, out, workers=2)
+    assert sorted(resumed.executed) == sorted(gone) and len(resumed.cached) == 6
+    assert (out / "summary.csv").read_bytes() == summary
+
+
+def test_interrupted_sweep_keeps_finished_runs_and_resumes(tmp_path, sweep_file) -> None:
+    out = tmp_path / "out"
+    sweep = load_sweep(sweep_file)
+
+    def stop_after_three(done: int, total: int) -> None:
+        if done == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(sweep, out, workers=1, progress=stop_after_three)
+    finished = sorted(p.parent.name for p in (out / "runs").glob("*/summary.json"))
+    assert len(finished) == 3
+    assert not (out / "summary.csv").exists()
+    seen: list[tuple[int, int]] = []
+    resumed = run_sweep(sweep, out, workers=1, progress=lambda d, t: seen.append((d, t)))
+    assert len(resumed.executed) == 5 and sorted(resumed.cached) == finished
+    assert seen[0] == (4, 8) and seen[-1] == (8, 8)  # progress counts cached runs as done
+
+
+def test_confidence_intervals_by_hand(tmp_path: Path, sweep_file: Path) -> None:
+    sweep_file.write_text(SWEEP.replace("seeds = 2", "seeds = 3"))
+    sweep = load_sweep(sweep_file)
+    runs = expand(sweep)
+    out = tmp_path / "out"
+    for i, r in enumerate(runs):  # avg_jct 1, 2, 3 per group; other metrics constant
+        d = out / "runs" / r.key
+        d.mkdir(parents=True)
+        summary = {m: 5.0 for m in METRICS} | {"avg_jct": float(i % 3 + 1), "num_jobs": 4}
+        (d / "summary.json").write_text(json.dumps(summary))
+    write_summary(sweep, runs, out)
+    table = rows(out / "summary.csv")
+    assert len(table) == 4
+    row = table[0]
+    assert (row["policy"], row["placement"], row["runs"]) == ("ada-srsf", "ff", "3")
+    # mean 2, s = 1; Student t with 2 degrees of freedom has the closed-form quantile
+    # t_p = (2p − 1) / √(2p(1 − p)), so t(0.975, 2) = 0.95 / √0.04875 ≈ 4.3027; half = t·s/√3
+    half = 0.95 / math.sqrt(2 * 0.975 * 0.025) / math.sqrt(3)
+    assert float(row["avg_jct_mean"]) == pytest.approx(2.0)
+    assert float(row["avg_jct_ci_low"]) == pytest.approx(2.0 - half, rel=1e-12)
+    assert float(row["avg_jct_ci_high"]) == pytest.approx(2.0 + half, rel=1e-12)
+    assert row["makespan_mean"] == row["makespan_ci_low"] == row["makespan_ci_high"] == "5"
+    per_run = rows(out / "runs.csv")
+    assert [r["avg_jct"] for r in per_run[:3]] == ["1", "2", "3"]
+    assert [r["seed"] for r in per_run[:3]] == ["0", "1", "2"]
+    assert "| ada-srsf | ff | 3 | 2.0 [-0.5, 4.5] |" in (out / "summary.md").read_text()
+
+
+def test_map_keeps_input_order_and_reports_each_result() -> None:
+    seen: list[tuple[int, int]] = []
+    items = [5, 3, 8, 1, 9, 2]
+    out = _map(abs, items, 2, None, on_result=lambda i, r: seen.append((i, r)))
+    assert out == items
+    assert sorted(seen) == list(enumerate(items))
+
+
+def test_local_processes_and_ray_give_identical_files(tmp_path, sweep_file) -> None:
+    ray = pytest.importorskip("ray")
+    local, remote = tmp_path / "local", tmp_path / "ray"
+    base = ["sweep", "--config", str(sweep_file), "--quiet", "--workers", "2"]
+    assert main([*base, "--out", str(local)]) == 0
+    try:
+        assert main([*base, "--out", str(remote), "--ray-address", "local"]) == 0
+    finally:
+        if ray.is_initialized():  # run_sweep stops the instance it started
+            ray.shutdown()
+    for name in ("summary.csv", "summary.md", "runs.csv", "sweep.json"):
+        assert (local / name).read_bytes() == (remote / name).read_bytes(), name
+    files = sorted(p.relative_to(local) for p in (local / "runs").rglob("*") if p.is_file())
+    assert len(files) == 8 * 4
+    for f in files:
+        assert (local / f).read_bytes() == (remote / f).read_bytes(), f
+
+
+def test_example_sweep_file_runs_from_the_cli(tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--config", str(EXAMPLES / "sweep.toml"), "--out", str(out)]
+    r = subprocess.run(
+        [sys.executable, "-m", "ddlsched.cli", *argv, "--workers", "2"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "12 runs: 0 cached, 12 to run" in r.stderr
+    assert "| ada-srsf | ls | 3 |" in r.stdout
+    table = rows(out / "summary.csv")
+    assert [(t["policy"], t["placement"], t["runs"]) for t in table] == [
+        ("ada-srsf", "ls", "3"),
+        ("ada-srsf", "rand", "3"),
+        ("srsf1", "ls", "3"),
+        ("srsf1", "rand", "3"),
+    ]
+    assert len(rows(out / "runs.csv")) == 12
+    # one run re-runs alone from its recorded config
+    key = rows(out / "runs.csv")[4]["key"]
+    assert (
+        main(
+            [
+                "run",
+                "--config",
+                str(out / "runs" / key / "config.json"),
+                "--quiet",
+                "--out",
+                str(tmp_path / "one"),
+            ]
+        )
+        == 0
+    )
+    assert (tmp_path / "one" / "jobs.csv").read_bytes() == (
+        out / "runs" / key / "jobs.csv"
+    ).read_bytes()
+
+
+def test_sweep_cli_errors_are_one_line(tmp_path: Path, sweep_file: Path) -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "ddlsched.cli", "sweep", "--config", str(sweep_file)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 2 and "--out" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
