@@ -225,3 +225,50 @@ def test_workload_options_come_from_the_file_and_the_command_line(exp: Path, tmp
     assert json.loads((b / "summary.json").read_text())["num_jobs"] == 1
     err = error_of(write(tmp_path, "max_gpus = 2.5\n"))
     assert err.field == "max_gpus" and "expected an integer" in str(err)
+
+
+def test_gavel_options_are_run_options_and_config_keys(tmp_path):
+    """Every `run` option has a config key: the Gavel throughput options reach the loader."""
+    import json as _json
+
+    from ddlsched.cli import main
+
+    data = Path("../shared/data/gavel")
+    if not (data / "simulation_throughputs.json").exists():
+        pytest.skip("Gavel data not found (../shared/data/gavel)")
+    trace = tmp_path / "t.trace"
+    trace.write_text(
+        "ResNet-18 (batch size 32)\tcmd\t--num_steps\t1\t1000\t0\t1\n"
+        "ResNet-18 (batch size 32)\tcmd\t--num_steps\t1\t2000\t10\t1\n"
+    )
+    thr = str((data / "simulation_throughputs.json").resolve())
+    out = tmp_path / "r"
+    rc = main(
+        [
+            "run",
+            "--cluster",
+            "tiny",
+            "--workload",
+            str(trace),
+            "--policy",
+            "fifo",
+            "--gavel-throughputs",
+            thr,
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
+    assert rc == 0
+    rec = _json.loads((out / "config.json").read_text())
+    assert rec["gavel_throughputs"] == thr
+    cfg = tmp_path / "exp.toml"
+    cfg.write_text(
+        f'cluster = "tiny"\nworkload = "{trace}"\npolicy = "fifo"\n'
+        f'gavel_throughputs = "{thr}"\ngavel_gpu = "k80"\n'
+    )
+    out2 = tmp_path / "r2"
+    assert main(["run", "--config", str(cfg), "--out", str(out2), "--quiet"]) == 0
+    jobs_v100 = (out / "jobs.csv").read_text()
+    jobs_k80 = (out2 / "jobs.csv").read_text()
+    assert jobs_v100 != jobs_k80  # the GPU type changes the durations

@@ -194,14 +194,17 @@ def _add_trace_options(p: argparse.ArgumentParser, standalone: bool = False) -> 
     )
     if standalone:
         g.add_argument("--seed", type=int, default=0, help="seed for --sample (default 0)")
-        g.add_argument(
-            "--gavel-throughputs",
-            metavar="FILE",
-            help="Gavel's simulation_throughputs.json: gives Gavel-trace jobs durations",
-        )
-        g.add_argument(
-            "--gavel-gpu", default="v100", metavar="NAME", help="GPU type in it (default v100)"
-        )
+    g.add_argument(
+        "--gavel-throughputs",
+        metavar="FILE",
+        help="Gavel's simulation_throughputs.json: gives Gavel-trace jobs durations",
+    )
+    g.add_argument(
+        "--gavel-gpu",
+        default=None if not standalone else "v100",
+        metavar="NAME",
+        help="GPU type in it (default v100)",
+    )
 
 
 def _load_trace(args: argparse.Namespace) -> list:

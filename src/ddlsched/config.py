@@ -50,6 +50,15 @@ RUN_KEYS: dict[str, Key] = {
         Key("max_gpus", int, None, "--max-gpus", "drop jobs wanting more GPUs", True),
         Key("sample", int, None, "--sample", "keep this many jobs (seeded sample)", True),
         Key("load_scale", float, None, "--load-scale", "scale the arrival rate", True),
+        Key(
+            "gavel_throughputs",
+            str,
+            None,
+            "--gavel-throughputs",
+            "Gavel's simulation_throughputs.json (durations for Gavel traces)",
+            True,
+        ),
+        Key("gavel_gpu", str, None, "--gavel-gpu", "GPU type in the throughputs file (v100)", True),
         Key("out", str, None, "--out", "output directory (not recorded)", True, False),
         Key("quiet", bool, False, "--quiet", "no progress bar (not recorded)", False, False),
         Key("version", str, None, "", "ddlsched version that wrote the record (informational)"),
@@ -63,6 +72,8 @@ WORKLOAD_OPTIONS = (
     "max_gpus",
     "sample",
     "load_scale",
+    "gavel_throughputs",
+    "gavel_gpu",
 )
 #: ``[settings]`` keys that name files (resolved relative to the config file)
 PATH_SETTINGS = ("profiles", "interference_file", "philly")
@@ -86,6 +97,8 @@ class RunConfig:
     max_gpus: int | None = None
     sample: int | None = None
     load_scale: float | None = None
+    gavel_throughputs: str | None = None
+    gavel_gpu: str | None = None
     out: str | None = None
     quiet: bool = False
     version: str | None = None  # the version recorded in the file it came from, if any
@@ -226,7 +239,7 @@ def resolve_value(key: str, value: str, base: Path | None) -> str:
         if sep and path.endswith(".py"):
             return f"{_resolve_path(path, base)}:{factory}"
         return value
-    if key in ("cluster", "workload") or key in PATH_SETTINGS:
+    if key in ("cluster", "workload", "gavel_throughputs") or key in PATH_SETTINGS:
         return _resolve_path(value, base)
     return value
 
