@@ -51,3 +51,17 @@ def test_progress_bar_draws_only_when_enabled() -> None:
     quiet = io.StringIO()
     ProgressBar("x", stream=quiet)(4, 4)  # StringIO is not a terminal
     assert quiet.getvalue() == ""
+
+
+def test_import_limits_openblas_threads_unless_the_user_chose():
+    import os
+    import subprocess
+    import sys
+
+    code = "import ddlsched, os; print(os.environ['OPENBLAS_NUM_THREADS'])"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "1"
+    env["OPENBLAS_NUM_THREADS"] = "3"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "3"

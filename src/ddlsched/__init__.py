@@ -9,6 +9,13 @@ A user composes a few names::
 
 __version__ = "0.1.0"
 
+import os as _os  # noqa: E402
+
+# The simulator's linear algebra is on tiny matrices (the goodput fits, scipy's interpolation):
+# threaded OpenBLAS only adds synchronisation, and on a loaded machine it made a Pollux run 14×
+# slower (docs/performance.md). Set before numpy loads; an explicit user setting wins.
+_os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 from .api import Settings, build_simulator, simulate, simulate_named  # noqa: E402
 from .core.cluster import Cluster, Server  # noqa: E402
 from .core.cluster_io import load_cluster, read_cluster  # noqa: E402
