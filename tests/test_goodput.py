@@ -380,3 +380,25 @@ def test_optimize_on_real_applications(apps):
                 assert app.min_local <= cfg.a <= app.max_local, name
                 assert cfg.M <= app.max_bsz
         assert j.speedup(1, 4, 0, 4) == 1.0
+
+
+def test_fit_observations_is_memoised_by_its_exact_arguments(monkeypatch):
+    import ddlsched.perf.goodput as gp
+
+    calls = []
+    real = gp._fit
+
+    def counting(*args):
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(gp, "_fit", counting)
+    monkeypatch.setattr(gp, "_FITS", {})
+    args = ([1, 1], [1, 2], [32, 32], [0.1, 0.12], [0.0, 0.02])
+    first = gp.fit_observations(*args)
+    again = gp.fit_observations(*args)
+    assert again is first and len(calls) == 1
+    other = gp.fit_observations(*args, start=first)  # another start is another problem
+    assert len(calls) == 2 and isinstance(other, type(first))
+    gp.fit_observations([1], [1], [32], [0.1], [0.0])
+    assert len(calls) == 3
