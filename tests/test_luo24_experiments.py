@@ -15,7 +15,12 @@ def test_registered_with_the_issue_names_rows_and_metrics():
     for name in ("luo24-table2", "luo24-table3", "luo24-table4", "luo24-fig6a", "luo24-fig6b"):
         assert name in EXPERIMENTS
     t3 = EXPERIMENTS["luo24-table3"]
-    assert [r.name for r in t3.rows] == ["FIFO", "SJF", "Tiresias", "SJF-FFS", "SJF-BSBF"]
+    names = ["FIFO", "SJF", "Tiresias", "Pollux", "SJF-FFS", "SJF-BSBF"]
+    assert [r.name for r in t3.rows] == names
+    assert [r.name for r in EXPERIMENTS["luo24-table4"].rows] == names
+    assert [r.name for r in EXPERIMENTS["luo24-fig6a"].rows] == names
+    assert t3.rows[3].paper["avg_jct_large"] == 1.96
+    assert EXPERIMENTS["luo24-table4"].rows[3].paper["avg_jct"] == 4.69
     assert list(t3.metrics) == ["avg_jct", "avg_jct_large", "avg_jct_small", "avg_queueing"]
     assert t3.rows[2].paper["avg_jct"] == 1.51  # hours, as printed
 
@@ -32,6 +37,7 @@ def test_table3_first_workload_in_hours(tmp_path):
     # Tiresias (event semantics) on workloads-1.5/workload-1.csv, converted to hours
     assert 0.2 < rows[("Tiresias", "avg_jct")] < 10
     assert rows[("SJF-BSBF", "avg_queueing")] < rows[("FIFO", "avg_queueing")]
+    assert 0.2 < rows[("Pollux", "avg_jct")] < 10
     assert "Pollux artifact profiles" in (out / "table.md").read_text()
 
 
@@ -43,7 +49,7 @@ def test_without_data_the_builtins_run_and_say_so(tmp_path, monkeypatch):
     assert "BUILT-IN synthetic profiles" in (out / "table.md").read_text()
     with open(out / "table.csv") as f:
         vals = [float(r["ours_mean"]) for r in csv.DictReader(f)]
-    assert len(vals) == 20 and all(v >= 0 for v in vals)
+    assert len(vals) == 24 and all(v >= 0 for v in vals)
 
 
 def test_fitted_ground_truth_and_builtin_profiles_run():
