@@ -219,3 +219,41 @@ def test_builtin_application_mix_matches_the_artifact_workloads():
     real = real_workloads()
     generated = [generate_pollux_workload(s) for s in range(101, 121)]
     assert_mix_close(generated, real)
+
+
+def test_physical_workload_runs_on_the_builtin_profiles():
+    """Regression: YOLOv3's 4 samples per GPU lay outside its built-in stand-in's range."""
+    from ddlsched.api import simulate_named
+
+    res = simulate_named("luo24-physical", "luo24-physical", "sjf", seed=0)
+    assert res.summary["num_jobs"] == 30 and res.summary["avg_jct"] > 0
+
+
+def test_a_batch_outside_the_measured_range_is_a_clear_error(tmp_path):
+    from ddlsched.cli import main
+
+    w = tmp_path / "w.csv"
+    w.write_text("name,time,application,num_replicas,batch_size\nj0,0,yolov3,4,8\n")
+    with pytest.raises(
+        InputError, match=r"job 0 'j0' \(yolov3\): batch 8 on 4 GPU\(s\) gives a local batch of 2"
+    ):
+        from ddlsched.api import simulate_named
+
+        simulate_named("luo24", str(w), "sjf")
+    assert (
+        main(
+            [
+                "run",
+                "--cluster",
+                "luo24",
+                "--workload",
+                str(w),
+                "--policy",
+                "fifo",
+                "--out",
+                str(tmp_path / "o"),
+                "--quiet",
+            ]
+        )
+        == 2
+    )

@@ -306,6 +306,8 @@ def _build_profiled(
             field="profiles",
         )
     pol = makers[name]() if isinstance(name, str) else name
+    if getattr(pol, "name", "") != "pollux":  # Pollux picks every batch itself
+        _check_batches(jobs, apps, where)
     per_gpu = getattr(pol, "jobs_per_gpu", 1)  # sharing policies declare their degree
     return Simulator(
         cluster,
@@ -327,6 +329,26 @@ def _build_profiled(
         semantics=settings.semantics,
         round_interval=settings.interval,
     )
+
+
+def _check_batches(jobs: Sequence[JobSpec], apps: Mapping[str, object], where: str) -> None:
+    """Every job's requested batch must give a micro-batch inside its application's measured
+    range: step times outside it are not in the profiles (a clear error, not a traceback)."""
+    for j in jobs:
+        app = apps[j.application]
+        try:
+            cfg = app.batch_config(j.num_gpus, j.batch_size)  # type: ignore[attr-defined]
+        except ValueError as e:
+            raise InputError(f"job {j.job_id}: {e}", field="batch_size") from None
+        lo, hi = app.min_local, app.max_local  # type: ignore[attr-defined]
+        if not lo <= cfg.a <= hi:
+            raise InputError(
+                f"job {j.job_id}{f' {j.name!r}' if j.name else ''} ({j.application}): batch "
+                f"{j.batch_size} on {j.num_gpus} GPU(s) "
+                f"gives a local batch of {cfg.a}, outside the range [{lo}, {hi}] measured in "
+                f"{where}",
+                field="batch_size",
+            )
 
 
 def _job_level_policies(settings: Settings) -> dict[str, Callable[[], object]]:

@@ -231,5 +231,5 @@ BUILTIN_STANDINS = {
     "bert": "synthetic-bert",
     "ncf": "synthetic-rec",
     "deepspeech2": "synthetic-speech",
-    "yolov3": "synthetic-speech",
+    "yolov3": "synthetic-bert",  # local batch 4–16 holds YOLOv3's 4 per GPU (luo24-physical)
 }
