@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_wang20.py
 	$(BIN)/python benchmarks/bench_yu22.py
 	$(BIN)/python benchmarks/bench_luo24.py
+	$(BIN)/python benchmarks/bench_pollux.py
 	$(BIN)/python benchmarks/bench_philly.py
 	$(BIN)/python benchmarks/bench_report.py
 	$(BIN)/python benchmarks/bench_traces.py
