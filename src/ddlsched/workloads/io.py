@@ -374,7 +374,9 @@ def _line_of_key(text: str, key: str, start: int, end: int) -> int | None:
 # --------------------------------------------------------------------------------------------
 
 
-def _read_text(path: Path) -> str:
+def read_text(path: Path) -> str:
+    """A workload or trace file's text (UTF-8, BOM dropped); ``InputError`` naming the file
+    when it cannot be read."""
     try:
         return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -395,7 +397,7 @@ def read_workload(path: str | Path) -> list[JobSpec]:
     """
     path = Path(path)
     source = str(path)
-    text = _read_text(path)
+    text = read_text(path)
     suffix = path.suffix.lower()
     if suffix == ".json" or (suffix != ".csv" and text.lstrip()[:1] in ("[", "{")):
         jobs = _read_json(text, source)

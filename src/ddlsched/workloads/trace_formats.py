@@ -20,6 +20,7 @@ import numpy as np
 
 from ..core.job import JobSpec, ModelProfile
 from ..errors import InputError, quote, suggest
+from .io import read_text
 from .philly import read_philly
 
 #: Gavel's current trace: tab-separated, no header (``scheduler/utils.py: parse_trace``).
@@ -73,20 +74,6 @@ def batch_from_name(name: str) -> int:
     """The batch size in a Gavel job type such as ``ResNet-50 (batch size 32)``, else 0."""
     m = _BATCH_RE.search(name)
     return int(m.group(1)) if m else 0
-
-
-def read_text(path: Path) -> str:
-    """A trace file's text; ``InputError`` when it cannot be read as UTF-8."""
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("file not found", source=str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a file", source=str(path)) from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"not a UTF-8 text file ({e.reason})", source=str(path)) from None
-    except OSError as e:
-        raise InputError(f"cannot read file: {e.strerror}", source=str(path)) from None
 
 
 def parse_number(raw: str, source: str, line: int | None, field: str, *, positive: bool) -> float:

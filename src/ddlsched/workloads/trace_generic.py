@@ -17,7 +17,8 @@ from ..core.job import JobSpec, ModelProfile
 from ..core.results import atomic_write_text, csv_text
 from ..errors import InputError, quote, suggest
 from ..perf.models import builtin_model
-from .trace_formats import PLACEHOLDER_MODEL, placeholder_model, read_text
+from .io import read_text
+from .trace_formats import PLACEHOLDER_MODEL, placeholder_model
 
 #: Every column of the generic schema, in the order :func:`write_generic` writes them
 #: (``user`` and ``queue`` are accepted on input but not kept).
