@@ -65,6 +65,7 @@ class Settings:
     interference: float = 1.5  # ξ: slowdown of both jobs while two share a GPU (Luo Eq. 5–6)
     interference_file: str = ""  # CSV app,other,xi: per-pair ξ (others use `interference`)
     tiresias_thresholds: str = "16"  # GPU-hours between Tiresias queues, comma-separated
+    pollux_ncf_batch: int = 32768  # Pollux artifact quirk: NCF on 1 replica at this batch; 0: off
     philly: str = ""  # Philly trace the luo24 generators sample from (built-in stand-ins if "")
 
     @classmethod
@@ -107,7 +108,16 @@ class Settings:
         for name in ("iterations_per_task", "kappa"):
             if getattr(self, name) < 1:
                 raise InputError("must be ≥ 1", source=source, field=name)
-        for name in ("a", "b", "eta", "restart_delay", "max_jobs_per_gpu", "xi2", "alpha"):
+        for name in (
+            "a",
+            "b",
+            "eta",
+            "restart_delay",
+            "max_jobs_per_gpu",
+            "xi2",
+            "alpha",
+            "pollux_ncf_batch",
+        ):
             if getattr(self, name) < 0:
                 raise InputError("must be ≥ 0", source=source, field=name)
         for name in ("xi1", "reduction_speed", "u"):
@@ -280,7 +290,11 @@ def _build_profiled(
         **_job_level_policies(settings),
         "sjf-ffs": lambda: Sharing("sjf-ffs", mode="ffs"),
         "sjf-bsbf": lambda: Sharing("sjf-bsbf", mode="bsbf"),
-        "pollux": lambda: Pollux(interval=settings.interval),
+        "pollux": lambda: Pollux(
+            interval=settings.interval,
+            restart_penalty=settings.rescale_delay,
+            ncf_batch=settings.pollux_ncf_batch,
+        ),
     }
     if isinstance(name, str) and name not in makers:
         raise InputError(

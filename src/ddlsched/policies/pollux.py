@@ -1,19 +1,21 @@
-"""Pollux (Qiao et al., OSDI '21), first version: goodput-driven elastic re-allocation each round.
+"""Pollux (Qiao et al., OSDI '21): goodput-driven elastic re-allocation each round.
 
 Every ``interval`` seconds:
 1. each running job reports the configuration it ran (placement, micro-batch, measured step and
    sync time, its current gradient statistics) to its ``JobGoodput`` model (the Pollux agent);
-2. the allocation — GPUs per job — is chosen to maximise the power mean (p = −1) of the jobs'
-   speedups (goodput ÷ goodput at the fair share), with the restart penalty
-   max(age − 30·restarts, 0)/(age + 30) on a job whose allocation changes. Shapes: 1–4 GPUs on one
-   server, or whole servers for a distributed job (so at most one distributed job per server);
-   at most ``max_replicas`` per job; NCF stays at one replica and batch 32768 (artifact quirk);
-3. jobs whose allocation changed restart (``rescale_delay``) with the batch their model picks.
+2. the allocation — GPUs per job per server — is chosen to maximise the power mean (p = −1) of
+   the jobs' speedups (goodput ÷ goodput at the fair share, × servers/GPUs), with the restart
+   factor max(age − 30·restarts, 0)/(age + 30) on a job whose per-server GPUs change (the
+   artifact's fitness, pol:315-337); at most one multi-server job per server, at most
+   ``max_replicas`` per job; NCF stays at one replica and batch ``ncf_batch`` = 32768 (the
+   artifact's quirk, sim:188-192, 332-333; ``ncf_batch=0`` makes NCF elastic like the others);
+3. jobs whose per-server GPUs changed restart (``rescale_delay``) on exactly those counts, with
+   the batch their model picks; the others keep their GPUs.
 
-The search is ours, not the artifact's NSGA-II: a greedy that repeatedly gives the next shape to
-the job with the largest drop of Σ 1/(s + ε) per added GPU (the objective is separable, so this is
-the classic marginal-gain allocation). Its objective value against NSGA-II's on recorded rounds
-is still to be measured (docs/status.md).
+The search is ours, not the artifact's NSGA-II (:mod:`.pollux_search`, docs/design.md "Pollux
+search"): the optimum of a relaxation by dynamic programming, provably optimal whenever it
+packs, else local search on real packings; on recorded rounds it is never below NSGA-II
+(benchmarks/pollux_search_compare.py). ``Pollux(record=[])`` keeps every round's problem.
 """
 
 from __future__ import annotations
@@ -22,14 +24,16 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..perf.goodput import JobGoodput, max_replicas
+from .pollux_search import RoundProblem, search
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.profileexec import ProfileExecutor
     from ..core.simulator import Simulator
     from ..core.state import JobState
 
-EPS = 1e-3
 NCF_BATCH = 32768
 
 
@@ -38,14 +42,19 @@ class Pollux:
     name: str = "pollux"
     interval: float | None = 60.0
     restart_penalty: float = 30.0
+    #: NCF's fixed total batch on one replica (artifact quirk); 0: NCF is elastic too
+    ncf_batch: int = NCF_BATCH
     gate = None
+    #: a list to append every round's RoundProblem to (offline comparison of searches)
+    record: list[RoundProblem] | None = None
     _models: dict[int, JobGoodput] = field(default_factory=dict, init=False, repr=False)
     _restarts: dict[int, int] = field(default_factory=dict, init=False, repr=False)
 
     def attach(self, sim: Simulator) -> None:
         self.ex: ProfileExecutor = sim.executor  # type: ignore[assignment]
         self.ex.agent = self
-        self._alloc: dict[int, int] = {}
+        self._attained: dict[int, float] = {}
+        self._last_round = 0.0
 
     def schedule(self, sim: Simulator) -> None:
         """Allocation changes only at rounds (``on_round``)."""
@@ -55,11 +64,18 @@ class Pollux:
         jobs = sorted([*sim.queue, *sim.running.values()], key=lambda j: j.job_id)
         if not jobs:
             return
-        per = sim.cluster.max_gpus_per_server
-        total = sim.cluster.num_gpus
-        fair = max(1, math.ceil(total / len(jobs)))
-        target = self._allocate(sim, jobs, per, total, fair)
-        self._apply(sim, jobs, target, per)
+        self._account(sim)
+        prob = self.problem(sim, jobs)
+        if self.record is not None:
+            self.record.append(prob)
+        self._apply(sim, jobs, prob, search(prob))
+
+    def _account(self, sim: Simulator) -> None:
+        """Attained GPU-seconds since the last round (the artifact's repair order, pol:147-150)."""
+        dt = sim.now - self._last_round
+        for j in sim.running.values():
+            self._attained[j.job_id] = self._attained.get(j.job_id, 0.0) + dt * len(j.gpus)
+        self._last_round = sim.now
 
     def _model(self, job: JobState) -> JobGoodput:
         m = self._models.get(job.job_id)
@@ -81,126 +97,100 @@ class Pollux:
             len(run.placement), sum(run.placement), cfg.a, step, sync, grad=grad
         )
 
+    def _pinned(self, job: JobState) -> bool:
+        """NCF under the artifact's quirk: one replica, batch ``ncf_batch``."""
+        return bool(self.ncf_batch) and job.spec.application == "ncf"
+
     def rebatch(self, run) -> int:
         """The batch the job's model finds best on its current allocation (sim:156, 162)."""
-        if run.job.spec.application == "ncf":
-            return NCF_BATCH
+        if self._pinned(run.job):
+            return self.ncf_batch
         return self._model(run.job).optimize(len(run.placement), sum(run.placement), run.epoch)[0]
 
-    def _shapes(self, job: JobState, per: int, total: int) -> list[int]:
+    def _limit(self, job: JobState, total: int) -> int:
+        """The job's replica limit this round: 1 for NCF (sim:332-333), else ``max_replicas``
+        capped at the cluster's GPUs."""
+        if self._pinned(job):
+            return 1
         app = self.ex.runs[job.job_id].app
-        if job.spec.application == "ncf":
-            return [1]
-        m = self._model(job)
-        limit = min(max_replicas(app, m.max_profiled_replicas), total)
-        small = [r for r in range(1, per + 1) if r <= limit]
-        return small + [per * k for k in range(2, total // per + 1) if per * k <= limit]
+        return min(max_replicas(app, self._model(job).max_profiled_replicas), total)
 
-    def _speedup(self, sim: Simulator, job: JobState, r: int, per: int, fair: int) -> float:
-        if r == 0:
-            return 0.0
-        run = self.ex.runs[job.job_id]
-        nodes = 1 if r <= per else math.ceil(r / per)
-        s = self._model(job).speedup(nodes, r, run.epoch, fair)
-        if r != self._alloc.get(job.job_id, 0):  # restart penalty
-            age = sim.now - job.arrival
-            restarts = self._restarts.get(job.job_id, 0)
-            s *= max(age - self.restart_penalty * restarts, 0.0) / (age + self.restart_penalty)
-        return s
-
-    def _allocate(self, sim, jobs, per, total, fair) -> dict[int, int]:
-        """Greedy marginal gains: repeatedly move one job to a larger shape — the next size, or
-        the next whole number of servers — where Σ 1/(s + ε) drops most per added GPU.
-        Capacity: GPUs in all, and servers for distributed jobs (one per server) plus the
-        servers the single-server jobs need."""
-        shapes = {j.job_id: self._shapes(j, per, total) for j in jobs}
-        alloc = {j.job_id: 0 for j in jobs}
-        cost = {j.job_id: 1.0 / EPS for j in jobs}
-        # the artifact scales each speedup by its share of the cluster × nodes (pol:315-337)
-        scale = sim.cluster.num_servers / total
-        n_servers = sim.cluster.num_servers
-        free_gpus, dist_nodes, small = total, 0, 0
-
-        def nodes_of(r: int) -> int:
-            return math.ceil(r / per) if r > per else 0
-
-        while True:
-            best = None
-            for j in jobs:
-                jid = j.job_id
-                cur = alloc[jid]
-                larger = [r for r in shapes[jid] if r > cur]
-                if not larger:
-                    continue
-                cands = {larger[0]}
-                whole = [r for r in larger if r % per == 0]
-                if whole:
-                    cands.add(whole[0])
-                for r in cands:
-                    extra = r - cur
-                    if extra > free_gpus:
-                        continue
-                    d_nodes = dist_nodes + nodes_of(r) - nodes_of(cur)
-                    d_small = small + (r if r <= per else 0) - (cur if cur <= per else 0)
-                    if d_nodes + math.ceil(d_small / per) > n_servers:
-                        continue
-                    c = 1.0 / (scale * self._speedup(sim, j, r, per, fair) + EPS)
-                    gain = (cost[jid] - c) / extra
-                    if gain > 1e-12 and (best is None or gain > best[0]):
-                        best = (gain, jid, r, c, d_nodes, d_small)
-            if best is None:
-                break
-            _, jid, r, c, dist_nodes, small = best
-            free_gpus -= r - alloc[jid]
-            alloc[jid], cost[jid] = r, c
-        return alloc
-
-    def _apply(self, sim: Simulator, jobs, target: dict[int, int], per: int) -> None:
+    def problem(self, sim: Simulator, jobs: list[JobState]) -> RoundProblem:
+        """This round's allocation problem (pollux_search): speedup tables of every job on one
+        and on several nodes up to its replica limit, current per-node GPUs, restart factors."""
         cl = sim.cluster
-        keep = {
-            j.job_id for j in jobs if j.job_id in sim.running and target[j.job_id] == len(j.gpus)
-        }
-        for j in jobs:  # stop the jobs whose allocation changes
-            if j.job_id in sim.running and j.job_id not in keep:
+        per, total, n = cl.max_gpus_per_server, cl.num_gpus, cl.num_servers
+        fair = max(1, math.ceil(total / len(jobs)))
+        limits = [self._limit(j, total) for j in jobs]
+        k = max(per, *limits)
+        single = np.zeros((len(jobs), k + 1))
+        multi = np.zeros((len(jobs), k + 1))
+        current = np.zeros((len(jobs), n), dtype=np.int64)
+        restart = np.ones(len(jobs))
+        for i, (j, limit) in enumerate(zip(jobs, limits, strict=True)):
+            m, epoch = self._model(j), self.ex.runs[j.job_id].epoch
+            for r in range(1, min(per, limit) + 1):
+                single[i, r] = m.speedup(1, r, epoch, fair)
+            for r in range(2, limit + 1):
+                multi[i, r] = m.speedup(max(2, math.ceil(r / per)), r, epoch, fair)
+            # a preempted job's ``gpus`` still names its last GPUs: count running jobs only
+            for g in j.gpus if j.job_id in sim.running else ():
+                current[i, cl.gpu_server[g]] += 1
+            age = sim.now - j.arrival
+            restarts = self._restarts.get(j.job_id, 0)
+            restart[i] = max(age - self.restart_penalty * restarts, 0.0) / (
+                age + self.restart_penalty
+            )
+        order = sorted(
+            range(len(jobs)),
+            key=lambda i: (self._attained.get(jobs[i].job_id, 0.0), jobs[i].arrival, i),
+        )
+        return RoundProblem(
+            num_nodes=n,
+            gpus_per_node=per,
+            job_ids=tuple(j.job_id for j in jobs),
+            current=current,
+            max_replicas=np.array(limits, dtype=np.int64),
+            single=single,
+            multi=multi,
+            restart=restart,
+            scale=n / total,
+            priority=np.array(order, dtype=np.int64),
+            time=sim.now,
+        )
+
+    def _apply(self, sim: Simulator, jobs: list[JobState], prob: RoundProblem, alloc) -> None:
+        """Realise the per-node allocation exactly: jobs whose row is unchanged keep their GPUs
+        (and re-tune their batch), the others stop and start on the chosen number of free GPUs
+        of each node (lowest GPU ids first), with the batch their model picks."""
+        cl = sim.cluster
+        running = [j.job_id in sim.running for j in jobs]
+        keep = [run and bool((alloc[i] == prob.current[i]).all()) for i, run in enumerate(running)]
+        for j, run, kept in zip(jobs, running, keep, strict=True):
+            if run and not kept:  # stop the jobs whose allocation changes
                 sim.preempt(j)
                 self._restarts[j.job_id] = self._restarts.get(j.job_id, 0) + 1
         free = [
             [g for g in cl.gpus_of_server(s) if not sim.residents[g]] for s in range(cl.num_servers)
         ]
-        todo = sorted(
-            (j for j in jobs if j.job_id not in keep and target[j.job_id] > 0),
-            key=lambda j: (-target[j.job_id], j.job_id),
-        )
-        self._alloc = {jid: target[jid] for jid in keep}
-        for j in jobs:  # kept jobs re-tune their batch (events; rounds does it in every step)
-            if j.job_id in keep:
+        for j, kept in zip(jobs, keep, strict=True):  # kept jobs re-tune their batch (events;
+            if kept:  # rounds does it in every step)
                 self.ex.rebatch(j)
-        for j in todo:
-            r = target[j.job_id]
+        for i, j in enumerate(jobs):
+            r = int(alloc[i].sum())
+            if keep[i] or r == 0:
+                continue
             gpus: list[int] = []
-            if r > per:  # distributed: ⌈r/per⌉ servers with no other job, the last partly
-                whole = [s for s in range(cl.num_servers) if len(free[s]) == per]
-                need = math.ceil(r / per)
-                if len(whole) < need:
-                    continue
-                left = r
-                for s in whole[:need]:
-                    take = min(per, left)
-                    gpus += free[s][:take]
-                    free[s] = free[s][take:]
-                    left -= take
-            else:  # best fit: the server with the fewest free GPUs that still fits
-                fits = [s for s in range(cl.num_servers) if len(free[s]) >= r]
-                if not fits:
-                    continue
-                s = min(fits, key=lambda k: (len(free[k]), k))
-                gpus, free[s] = free[s][:r], free[s][r:]
-            run = self.ex.runs[j.job_id]
-            if j.spec.application == "ncf":
-                batch = NCF_BATCH
+            for s in np.flatnonzero(alloc[i]):
+                take = int(alloc[i][s])
+                if take > len(free[s]):  # the search's allocation is feasible: never happens
+                    raise RuntimeError(f"node {s} lacks GPUs for job {j.job_id}")
+                gpus += free[s][:take]
+                free[s] = free[s][take:]
+            if self._pinned(j):
+                batch = self.ncf_batch
             else:
-                nodes = 1 if r <= per else math.ceil(r / per)
-                batch, _ = self._model(j).optimize(nodes, r, run.epoch)
+                nodes = int(np.count_nonzero(alloc[i]))
+                batch, _ = self._model(j).optimize(nodes, r, self.ex.runs[j.job_id].epoch)
             self.ex.batch_override[j.job_id] = int(batch)
             sim.start(j, gpus, resize=True)
-            self._alloc[j.job_id] = r

@@ -1,0 +1,202 @@
+"""The Pollux allocation search (policies/pollux_search.py): objective, constraints, optimality
+on problems small enough to enumerate."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ddlsched.policies.pollux_search import (
+    EPS,
+    RoundProblem,
+    SearchStats,
+    objective,
+    search,
+    violations,
+)
+
+
+def toy(**kw) -> RoundProblem:
+    """Two nodes × 2 GPUs, two jobs; job 0 runs on node 0 with 2 GPUs, job 1 is queued."""
+    single = np.array([[0, 1.0, 1.8, 0, 0], [0, 1.0, 1.5, 0, 0]])
+    multi = np.array([[0, 0, 1.6, 2.2, 3.0], [0, 0, 1.2, 1.4, 1.6]])
+    args = dict(
+        num_nodes=2,
+        gpus_per_node=2,
+        job_ids=(7, 9),
+        current=np.array([[2, 0], [0, 0]]),
+        max_replicas=np.array([4, 4]),
+        single=single,
+        multi=multi,
+        restart=np.array([0.5, 0.25]),
+        scale=0.5,
+    )
+    args.update(kw)
+    return RoundProblem(**args)
+
+
+def test_objective_by_hand():
+    p = toy()
+    # job 0 keeps its row: s = 0.5·1.8, no restart factor; job 1 gets node 1: 0.5·1.5·0.25
+    s0, s1 = 0.5 * 1.8, 0.5 * 1.5 * 0.25
+    want = 1.0 / (((s0 + EPS) ** -1 + (s1 + EPS) ** -1) / 2)
+    assert objective(p, np.array([[2, 0], [0, 2]])) == pytest.approx(want, rel=1e-12)
+    # job 0 moves to 1+1 on two nodes: multi-node table and its restart factor; job 1 nothing
+    s0 = 0.5 * 1.6 * 0.5
+    want = 1.0 / (((s0 + EPS) ** -1 + (0 + EPS) ** -1) / 2)
+    assert objective(p, np.array([[1, 1], [0, 0]])) == pytest.approx(want, rel=1e-12)
+
+
+def test_restart_factor_exactly_when_the_row_changes():
+    p = toy()
+    kept = p.speedups(np.array([[2, 0], [0, 0]]))
+    assert kept[0] == pytest.approx(0.5 * 1.8)  # same row: no factor
+    assert kept[1] == 0.0  # queued and still queued: unchanged, nothing to penalise
+    moved = p.speedups(np.array([[0, 2], [0, 0]]))  # same count, other node: a restart
+    assert moved[0] == pytest.approx(0.5 * 1.8 * 0.5)
+    started = p.speedups(np.array([[2, 0], [0, 1]]))  # a queued job that starts restarts too
+    assert started[1] == pytest.approx(0.5 * 1.0 * 0.25)
+
+
+def test_violations_name_each_constraint():
+    p = toy()
+    assert violations(p, np.array([[2, 0], [0, 2]])) == []
+    assert violations(p, np.array([[2, 1], [1, 0]]))[0].startswith("node 0: 3 GPUs")
+    q = toy(max_replicas=np.array([1, 4]))
+    assert "job 7: 2 replicas > 1" in violations(q, np.array([[2, 0], [0, 0]]))
+    assert any("multi-node jobs" in v for v in violations(p, np.array([[1, 1], [1, 1]])))
+
+
+def test_the_toy_optimum_spreads_nothing_it_need_not():
+    p = toy()
+    alloc = search(p)
+    assert violations(p, alloc) == []
+    assert objective(p, alloc) == pytest.approx(objective(p, np.array([[2, 0], [0, 2]])))
+
+
+# -------------------------------------------------------------------------------------------
+# brute force on tiny problems
+# -------------------------------------------------------------------------------------------
+
+
+def all_allocations(jobs: int, nodes: int, gpus: int) -> np.ndarray:
+    """Every J × N matrix with entries 0..gpus within node capacity and at most one
+    multi-node job per node (replica limits are checked by the caller)."""
+    cells = np.array(list(itertools.product(range(gpus + 1), repeat=jobs * nodes)))
+    a = cells.reshape(-1, jobs, nodes)
+    ok = (a.sum(axis=1) <= gpus).all(axis=1)
+    multi = np.count_nonzero(a, axis=2) > 1
+    ok &= ((a > 0) & multi[:, :, None]).sum(axis=1).max(axis=1) <= 1
+    return a[ok]
+
+
+@st.composite
+def tiny_problems(draw) -> RoundProblem:
+    jobs = draw(st.integers(1, 3))
+    nodes = draw(st.integers(1, 2))
+    gpus = draw(st.integers(2, 4 if jobs * nodes <= 4 else 3))
+    k = nodes * gpus
+    maxr = np.array([draw(st.integers(1, k)) for _ in range(jobs)])
+    value = st.floats(0.0, 4.0, allow_nan=False, width=32)
+    single = np.zeros((jobs, k + 1))
+    multi = np.zeros((jobs, k + 1))
+    for i in range(jobs):
+        for r in range(1, min(gpus, maxr[i]) + 1):
+            single[i, r] = draw(value)
+        for r in range(2, maxr[i] + 1):
+            multi[i, r] = draw(value)
+    feasible = [a for a in all_allocations(jobs, nodes, gpus) if (a.sum(axis=1) <= maxr).all()]
+    current = feasible[draw(st.integers(0, len(feasible) - 1))]
+    restart = np.array([draw(st.floats(0.0, 1.0, width=32)) for _ in range(jobs)])
+    return RoundProblem(
+        num_nodes=nodes,
+        gpus_per_node=gpus,
+        job_ids=tuple(range(jobs)),
+        current=current,
+        max_replicas=maxr,
+        single=single,
+        multi=multi,
+        restart=restart,
+        scale=1.0 / gpus,
+    )
+
+
+def brute_force(p: RoundProblem) -> float:
+    cands = all_allocations(p.num_jobs, p.num_nodes, p.gpus_per_node)
+    cands = cands[(cands.sum(axis=2) <= p.max_replicas).all(axis=1)]
+    return max(objective(p, a) for a in cands)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny_problems())
+def test_search_matches_brute_force_on_tiny_problems(p):
+    stats = SearchStats()
+    alloc = search(p, stats)
+    assert violations(p, alloc) == []
+    best = brute_force(p)
+    assert objective(p, alloc) >= best - 1e-12 * max(1.0, best)
+
+
+# -------------------------------------------------------------------------------------------
+# constraints on larger random problems
+# -------------------------------------------------------------------------------------------
+
+
+@st.composite
+def random_problems(draw) -> RoundProblem:
+    nodes = draw(st.integers(2, 8))
+    gpus = draw(st.sampled_from([2, 4, 8]))
+    jobs = draw(st.integers(1, 24))
+    k = nodes * gpus
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    maxr = rng.integers(1, k + 1, size=jobs)
+    r = np.arange(k + 1)
+    single = np.where((r >= 1) & (r <= gpus), r**0.8, 0.0) * rng.uniform(0.5, 1.5, (jobs, 1))
+    multi = np.where(r >= 2, r**0.7, 0.0) * rng.uniform(0.3, 1.5, (jobs, 1))
+    single[r[None, :] > maxr[:, None]] = 0.0
+    multi[r[None, :] > maxr[:, None]] = 0.0
+    # a feasible current allocation: some jobs on one node each, in order, while they fit
+    current = np.zeros((jobs, nodes), dtype=np.int64)
+    free = np.full(nodes, gpus)
+    for i in range(jobs):
+        want = int(rng.integers(0, min(gpus, maxr[i]) + 1))
+        n = int(np.argmax(free))
+        if want and free[n] >= want:
+            current[i, n] = want
+            free[n] -= want
+    return RoundProblem(
+        num_nodes=nodes,
+        gpus_per_node=gpus,
+        job_ids=tuple(range(100, 100 + jobs)),
+        current=current,
+        max_replicas=maxr,
+        single=single,
+        multi=multi,
+        restart=rng.uniform(0, 1, jobs),
+        scale=1.0 / gpus,
+    )
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_problems())
+def test_search_keeps_every_constraint_and_beats_keeping_the_current_allocation(p):
+    alloc = search(p)
+    assert alloc.shape == (p.num_jobs, p.num_nodes)
+    assert violations(p, alloc) == []
+    assert objective(p, alloc) >= objective(p, p.current) - 1e-12
+
+
+def test_an_empty_round_allocates_nothing():
+    p = toy(
+        job_ids=(),
+        current=np.zeros((0, 2), dtype=np.int64),
+        max_replicas=np.zeros(0, dtype=np.int64),
+        single=np.zeros((0, 5)),
+        multi=np.zeros((0, 5)),
+        restart=np.zeros(0),
+    )
+    assert search(p).shape == (0, 2)
