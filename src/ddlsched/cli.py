@@ -161,7 +161,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     print("  sjf        shortest remaining time alone first, exclusive GPUs (Luo baseline)")
     print("  sjf-ffs    SJF, shares GPUs holding one job first-fit when free GPUs run out")
     print("  sjf-bsbf   SJF, shares only where Theorem 1 says it pays (Luo Alg. 1–2)")
-    print("  pollux     goodput-driven elastic re-allocation every round (first version)")
+    print("  pollux     elastic: GPUs per server and batch per job every round (goodput, p = -1)")
     print("placements: " + ", ".join(PLACEMENT_NAMES))
     print("orderings:  " + ", ".join(ORDERINGS))
     print("gates:      " + ", ".join(GATES))
