@@ -52,8 +52,9 @@ DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "pollux"
 # -------------------------------------------------------------------------------------------
 
 
-def record(workloads: list[str], out: Path, data: Path) -> None:
-    """Run Pollux on each workload and pickle its rounds to ``out/rounds-N.pkl``."""
+def record(workloads: list[str], out: Path, data: Path, folder: str = "workloads") -> None:
+    """Run Pollux on each workload of ``folder`` and pickle its rounds to
+    ``out/rounds-N.pkl``."""
     from ddlsched.api import simulate_named
     from ddlsched.policies.pollux import Pollux
 
@@ -62,7 +63,7 @@ def record(workloads: list[str], out: Path, data: Path) -> None:
         rounds: list[RoundProblem] = []
         res = simulate_named(
             "luo24",
-            str(data / "workloads" / f"workload-{n}.csv"),
+            str(data / folder / f"workload-{n}.csv"),
             Pollux(record=rounds),
             settings={"profiles": str(data / "traces"), "semantics": "rounds"},
         )
@@ -295,6 +296,9 @@ def main(argv: list[str] | None = None) -> None:
     rec.add_argument("--workloads", default="6,1,3")
     rec.add_argument("--out", type=Path, default=Path("/tmp/pollux-rounds"))
     rec.add_argument("--data", type=Path, default=DATA)
+    rec.add_argument(
+        "--folder", default="workloads", help="workload folder, e.g. workloads-3.0-generated"
+    )
     cmp_ = sub.add_parser("compare", help="our search vs NSGA-II on recorded rounds")
     cmp_.add_argument("rounds", type=Path, nargs="+")
     cmp_.add_argument("--seeds", default="0,1,2")
@@ -304,7 +308,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.cmd == "record":
         if not (args.data / "traces").is_dir():
             sys.exit(f"no Pollux data at {args.data}")
-        record(args.workloads.split(","), args.out, args.data)
+        record(args.workloads.split(","), args.out, args.data, args.folder)
     else:
         for path in args.rounds:
             compare(path, [int(s) for s in args.seeds.split(",")], args.every, args.min_jobs)
