@@ -501,3 +501,21 @@ def test_real_tiresias_conversions_match_gavel_durations():
                 b.arrival,
             )
             assert abs(a.duration - b.duration) <= 0.5
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_user_and_queue_are_kept_and_written_back(tmp_path, suffix):
+    jobs = read_trace(write(tmp_path, "g.csv", GENERIC_TEXT))
+    # arrival order: b (bob, no queue), c (no user, q2), r (alice, q1)
+    assert [(j.name, j.user, j.queue) for j in jobs] == [
+        ("b", "bob", ""),
+        ("c", "", "q2"),
+        ("r", "alice", "q1"),
+    ]
+    out = tmp_path / f"back{suffix}"
+    write_trace(jobs, out)
+    assert [(j.user, j.queue) for j in read_trace(out)] == [
+        ("bob", ""),
+        ("", "q2"),
+        ("alice", "q1"),
+    ]

@@ -35,7 +35,8 @@ class JobSpec:
 
     Jobs imported from a job trace (Philly, Gavel, Tiresias formats) carry a measured wall-clock
     ``duration`` in seconds (> 0) on ``num_gpus`` dedicated GPUs instead of a performance
-    model; 0 means "not a duration job".
+    model; 0 means "not a duration job". ``user`` and ``queue`` (virtual cluster) are a trace's
+    optional tenant labels, kept for policies and reports that group by tenant.
     """
 
     job_id: int
@@ -47,6 +48,8 @@ class JobSpec:
     batch_size: int = 0
     name: str = ""
     duration: float = 0.0
+    user: str = ""
+    queue: str = ""
 
     @property
     def memory_mb(self) -> float:

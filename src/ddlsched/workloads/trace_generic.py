@@ -20,8 +20,7 @@ from ..perf.models import builtin_model
 from .io import read_text
 from .trace_formats import PLACEHOLDER_MODEL, placeholder_model
 
-#: Every column of the generic schema, in the order :func:`write_generic` writes them
-#: (``user`` and ``queue`` are accepted on input but not kept).
+#: Every column of the generic schema, in the order :func:`write_generic` writes them.
 GENERIC_COLUMNS: tuple[str, ...] = (
     "arrival",
     "num_gpus",
@@ -37,7 +36,7 @@ GENERIC_COLUMNS: tuple[str, ...] = (
 #: Columns every generic trace must have.
 GENERIC_REQUIRED: tuple[str, ...] = ("arrival", "num_gpus")
 #: Columns written by :func:`write_generic`.
-WRITTEN_COLUMNS: tuple[str, ...] = GENERIC_COLUMNS[:8]
+WRITTEN_COLUMNS: tuple[str, ...] = GENERIC_COLUMNS
 #: First bytes of a Parquet file.
 PARQUET_MAGIC = b"PAR1"
 
@@ -209,8 +208,8 @@ def _build(
     model = _text(rec.get("model"), "model", err)
     application = _text(rec.get("application"), "application", err)
     name = _text(rec.get("name"), "name", err)
-    for extra in ("user", "queue"):
-        _text(rec.get(extra), extra, err)
+    user = _text(rec.get("user"), "user", err)
+    queue = _text(rec.get("queue"), "queue", err)
     if not duration and not iterations and not application:
         raise err("a job needs a duration, iterations or an application", "duration")
     key = (model, application, batch, bool(duration))
@@ -227,6 +226,8 @@ def _build(
         batch_size=batch if application else 0,
         name=name,
         duration=duration,
+        user=user,
+        queue=queue,
     )
 
 
@@ -258,6 +259,8 @@ def _rows(jobs: Iterable[JobSpec]) -> list[list[Any]]:
                 j.application or None,
                 batch or None,
                 j.name or None,
+                j.user or None,
+                j.queue or None,
             ]
         )
     return rows
@@ -289,6 +292,8 @@ def _write_parquet(rows: list[list[Any]], path: Path) -> None:
         pa.string(),
         pa.string(),
         pa.int64(),
+        pa.string(),
+        pa.string(),
         pa.string(),
     )
     arrays = [pa.array([r[k] for r in rows], type=t) for k, t in enumerate(types)]
