@@ -519,3 +519,9 @@ def test_user_and_queue_are_kept_and_written_back(tmp_path, suffix):
         ("", "q2"),
         ("alice", "q1"),
     ]
+
+
+def test_philly_virtual_cluster_becomes_the_queue(tmp_path):
+    jobs = read_trace(write(tmp_path, "p.csv", PHILLY_TEXT))
+    # arrival order: 07:00:00 (bb), 07:00:10 (aa), next day (aa)
+    assert [(j.arrival, j.queue) for j in jobs] == [(0.0, "bb"), (10.0, "aa"), (86400.0, "aa")]

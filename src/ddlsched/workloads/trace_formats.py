@@ -118,8 +118,8 @@ def parse_count(raw: str, source: str, line: int | None, field: str) -> int:
 
 def read_philly_jobs(path: Path) -> list[JobSpec]:
     """Philly jobs in submission order: arrival = submission − the trace's first submission,
-    the measured ``duration`` on ``num_gpus`` GPUs; no model (``cluster``, the virtual cluster,
-    is not kept)."""
+    the measured ``duration`` on ``num_gpus`` GPUs; no model; ``cluster`` (the virtual cluster)
+    becomes the job's ``queue``."""
     trace = read_philly(path)
     bad = (trace.duration <= 0).nonzero()[0]
     if len(bad):
@@ -135,6 +135,7 @@ def read_philly_jobs(path: Path) -> list[JobSpec]:
     arrivals = (trace.submit[order] - trace.submit[order[0]]).tolist()
     gpus = trace.num_gpus[order].tolist()
     durations = trace.duration[order].tolist()
+    vcs = [trace.cluster[k] for k in order.tolist()]
     return [
         JobSpec(
             job_id=i,
@@ -143,6 +144,7 @@ def read_philly_jobs(path: Path) -> list[JobSpec]:
             iterations=0,
             model=profile,
             duration=durations[i],
+            queue=vcs[i],
         )
         for i in range(len(arrivals))
     ]
