@@ -205,14 +205,13 @@ def build_simulator(
         if not isinstance(custom, Policy):
             raise InputError("--placement applies only to composed policies", field="placement")
         custom = with_placement(custom, placement, settings.kappa)
+    what = str(policy).lower() if custom is None else custom
     if any(j.duration > 0 for j in jobs):
-        what = str(policy).lower() if custom is None else custom
         return _build_duration(cluster, jobs, what, seed, settings, progress)
     if any(j.application for j in jobs):
-        what = str(policy).lower() if custom is None else custom
         return _build_profiled(cluster, jobs, what, seed, settings, progress)
-    if custom is None and str(policy).lower() in PLANNER_NAMES:
-        return _build_planned(cluster, jobs, str(policy).lower(), seed, settings, progress)
+    if isinstance(what, str) and what in PLANNER_NAMES:
+        return _build_planned(cluster, jobs, what, seed, settings, progress)
     try:
         pol = custom if custom is not None else make_policy(str(policy), placement, settings.kappa)
     except KeyError as e:
@@ -296,11 +295,7 @@ def _build_profiled(
             ncf_batch=settings.pollux_ncf_batch,
         ),
     }
-    if isinstance(name, str) and name not in makers:
-        raise InputError(
-            f"policy '{name}' cannot run application-profile jobs; available: " + ", ".join(makers),
-            field="policy",
-        )
+    pol = _make(makers, name, "application-profile jobs")
     if settings.profiles:
         apps = load_applications(settings.profiles)
         where = settings.profiles
@@ -319,7 +314,6 @@ def _build_profiled(
             source="--set",
             field="profiles",
         )
-    pol = makers[name]() if isinstance(name, str) else name
     if getattr(pol, "name", "") != "pollux":  # Pollux picks every batch itself
         _check_batches(jobs, apps, where)
     per_gpu = getattr(pol, "jobs_per_gpu", 1)  # sharing policies declare their degree
@@ -365,6 +359,17 @@ def _check_batches(jobs: Sequence[JobSpec], apps: Mapping[str, object], where: s
             )
 
 
+def _make(makers: Mapping[str, Callable[[], object]], name: object, kind: str) -> object:
+    """The policy ``name`` names among ``makers`` (a policy object passes through)."""
+    if not isinstance(name, str):
+        return name
+    if name not in makers:
+        raise InputError(
+            f"policy '{name}' cannot run {kind}; available: " + ", ".join(makers), field="policy"
+        )
+    return makers[name]()
+
+
 def _job_level_policies(settings: Settings) -> dict[str, Callable[[], object]]:
     """Policies that run on application-profile and on duration (trace) jobs alike."""
     from .policies.luo import Exclusive
@@ -403,13 +408,7 @@ def _build_duration(
         raise InputError(
             "trace (duration) jobs run in events semantics only", source="--set", field="semantics"
         )
-    makers = _job_level_policies(settings)
-    if isinstance(name, str) and name not in makers:
-        raise InputError(
-            f"policy '{name}' cannot run trace (duration) jobs; available: " + ", ".join(makers),
-            field="policy",
-        )
-    pol = makers[name]() if isinstance(name, str) else name
+    pol = _make(_job_level_policies(settings), name, "trace (duration) jobs")
     return Simulator(
         cluster,
         jobs,

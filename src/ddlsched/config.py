@@ -235,10 +235,8 @@ def resolve_value(key: str, value: str, base: Path | None) -> str:
     if key == "cluster" and _is_cluster_preset(value):
         return value
     if key == "policy":
-        path, sep, factory = value.rpartition(":")
-        if sep and path.endswith(".py"):
-            return f"{_resolve_path(path, base)}:{factory}"
-        return value
+        path = policy_file(value)
+        return value if path is None else f"{_resolve_path(path, base)}:{value.rpartition(':')[2]}"
     if key in ("cluster", "workload", "gavel_throughputs") or key in PATH_SETTINGS:
         return _resolve_path(value, base)
     return value

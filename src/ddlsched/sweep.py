@@ -17,6 +17,7 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from pathlib import Path
 
 from .api import Settings
@@ -219,11 +220,19 @@ def run_hash(record: Mapping[str, object], digests: dict[str, str] | None = None
 
 
 def _digest(path: Path) -> str:
-    """SHA-256 of a file, or of a folder's file names and contents."""
-    h = hashlib.sha256()
+    """SHA-256 of a file, or of a folder's file names and contents (read once per file version:
+    ``load_sweep`` and ``run_sweep`` both hash a sweep's runs)."""
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    for f in files:
-        h.update(str(f.relative_to(path) if path.is_dir() else "").encode() + b"\0")
+    names = [str(f.relative_to(path)) if path.is_dir() else "" for f in files]
+    stats = tuple((str(f), st.st_mtime_ns, st.st_size) for f in files for st in [f.stat()])
+    return _digest_files(tuple(names), stats)
+
+
+@lru_cache(maxsize=64)
+def _digest_files(names: tuple[str, ...], stats: tuple[tuple[str, int, int], ...]) -> str:
+    h = hashlib.sha256()
+    for name, (f, _, _) in zip(names, stats, strict=True):
+        h.update(name.encode() + b"\0")
         with open(f, "rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)

@@ -135,14 +135,14 @@ def _fmt(x: float) -> str:
     return repr(float(x)) if isinstance(x, float) else str(x)
 
 
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file + rename: never a half-written file."""
+def atomic_write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temp file + rename: never a half-written file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", newline="") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -152,6 +152,11 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """:func:`atomic_write_bytes` of ``text`` in UTF-8 (newlines as given)."""
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def csv_text(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import math
-import os
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+from ..core.results import atomic_write_bytes  # noqa: E402
 
 
 def bar_chart(exp, table: list[dict], out: Path, metric: str = "avg_jct", suffix: str = "") -> Path:
@@ -97,11 +99,10 @@ def _save(fig, ax, name: str, metric: str, out: Path, suffix: str = "") -> Path:
     fig.tight_layout()
     stem = f"{name}-{suffix}" if suffix else name
     path = out / f"{stem}.png"
-    tmp = out / f".{stem}.png.tmp"
+    buf = io.BytesIO()
     try:
-        fig.savefig(tmp, dpi=120, format="png")
-        os.replace(tmp, path)
+        fig.savefig(buf, dpi=120, format="png")
     finally:
         plt.close(fig)
-        tmp.unlink(missing_ok=True)
+    atomic_write_bytes(path, buf.getvalue())
     return path

@@ -162,24 +162,37 @@ def run_experiment(
             ]
             for metric in exp.metrics:
                 f = exp.units.get(metric, 1.0)
-                m, lo, hi = mean_ci([s[metric] * f for s in sums])
-                table.append(
-                    {
-                        "experiment": exp.name,
-                        "variant": v,
-                        "row": row.name,
-                        "metric": metric,
-                        "paper": row.paper.get(metric, float("nan")),
-                        "ours_mean": m,
-                        "ours_ci_low": lo,
-                        "ours_ci_high": hi,
-                        "seeds": len(sums),
-                        "note": note,
-                    }
-                )
+                values = [s[metric] * f for s in sums]
+                paper = row.paper.get(metric, float("nan"))
+                table.append(table_row(exp, v, row.name, metric, paper, values, note))
     if out is not None:
         write_table(exp, table, Path(out))
     return table
+
+
+def table_row(
+    exp: Experiment,
+    variant: str,
+    row: str,
+    metric: str,
+    paper: float,
+    values: Sequence[float],
+    note: str = "",
+) -> dict:
+    """One line of an experiment's table: our mean and 95 % CI of ``values`` beside ``paper``."""
+    m, lo, hi = mean_ci(values)
+    return {
+        "experiment": exp.name,
+        "variant": variant,
+        "row": row,
+        "metric": metric,
+        "paper": paper,
+        "ours_mean": m,
+        "ours_ci_low": lo,
+        "ours_ci_high": hi,
+        "seeds": len(values),
+        "note": note,
+    }
 
 
 def _worker_init() -> None:

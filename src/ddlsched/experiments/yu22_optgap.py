@@ -42,7 +42,7 @@ from ..planning.plan import makespan_lower_bound
 from ..planning.planners import PlannerParams, make_planner
 from ..workloads.generators import WANG20_GPU_MIX, yu22
 from .plots import bar_chart
-from .runner import Experiment, Row, _map, mean_ci
+from .runner import Experiment, Row, _map, table_row
 
 #: small instances: servers, GPUs per server, jobs, job sizes
 SMALL_SERVERS = (2, 4)
@@ -103,12 +103,6 @@ def small_instance(index: int, max_jobs: int = SMALL_MAX_JOBS) -> tuple[Cluster,
     ]
 
 
-def simple_lower_bound(cluster: Cluster, jobs: list[JobSpec], model: RarModel) -> float:
-    """``PlanPolicy``'s ``makespan_lower_bound``: max(GPU-time ÷ GPUs, longest job), each job
-    on one server without contention."""
-    return makespan_lower_bound(cluster, jobs, model)
-
-
 def _small(index: int, max_jobs: int, time_limit: float, work_limit: float) -> dict:
     from ..planning.exact import isolated_durations, solve_exact
 
@@ -133,7 +127,7 @@ def _small(index: int, max_jobs: int, time_limit: float, work_limit: float) -> d
         "exact_makespan": ex.makespan,
         "optimal": ex.optimal,
         "band": len(jobs) * EXACT_RESOLUTION,  # lower_bound ≤ OPT ≤ lower_bound + band
-        "simple_lb": simple_lower_bound(cluster, jobs, model),
+        "simple_lb": makespan_lower_bound(cluster, jobs, model),
         "planned": planned,
     }
 
@@ -174,18 +168,7 @@ def theorem5_factor(cluster: Cluster, jobs: list[JobSpec], model: RarModel) -> f
 
 
 def _row(exp: Experiment, row: str, metric: str, values: list[float]) -> dict:
-    m, lo, hi = mean_ci(values)
-    return {
-        "experiment": exp.name,
-        "variant": "default",
-        "row": row,
-        "metric": metric,
-        "paper": float("nan"),
-        "ours_mean": m,
-        "ours_ci_low": lo,
-        "ours_ci_high": hi,
-        "seeds": len(values),
-    }
+    return table_row(exp, "default", row, metric, float("nan"), values)
 
 
 def optgap_table(
@@ -248,10 +231,6 @@ def optgap_table(
     return table
 
 
-def _custom(exp: Experiment, seeds: int, workers: int | None, progress) -> list[dict]:
-    return optgap_table(exp, seeds, workers, progress)
-
-
 def _plot(exp: Experiment, table: list[dict], out: Path) -> Path:
     """Bars of ``gap_small`` per planner with 95 % CIs."""
     rows = [r for r in exp.rows if r.name in SMALL_PLANNERS]
@@ -285,7 +264,7 @@ OPTGAP = Experiment(
         "(default settings, executed). gap_small is a fraction (0.1 = 10 % above the optimum). "
         "The paper reports none of these numbers."
     ),
-    custom=_custom,
+    custom=optgap_table,
 )
 
 YU22_OPTGAP_EXPERIMENTS = [OPTGAP]

@@ -48,7 +48,7 @@ class _Base:
         return self.times.remaining_alone(job)
 
     def free_gpus(self, sim: Simulator) -> set[int]:
-        return {g for g in range(sim.cluster.num_gpus) if not sim.residents[g]}
+        return set(sim.idle)
 
 
 @dataclass
@@ -135,11 +135,11 @@ class Sharing(_Base):
         else:
             queue = sorted(sim.queue, key=lambda j: self.ordering(j, sim))  # type: ignore[misc]
         for job in queue:
-            free = self.free_gpus(sim)
-            gpus = consolidated(sim, free, job.num_gpus)  # lines 6–7
+            gpus = sim.idle.consolidated(job.num_gpus)  # lines 6–7
             if gpus is not None:
                 sim.start(job, gpus)
                 continue
+            free = self.free_gpus(sim)
             single = [g for g in range(sim.cluster.num_gpus) if len(sim.residents[g]) == 1]
             if len(free) + len(single) < job.num_gpus:  # line 9
                 continue

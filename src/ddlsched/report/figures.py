@@ -10,8 +10,6 @@ byte-identical files (``figure_bytes``).
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +20,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
+from ..core.results import atomic_write_bytes
 from ..experiments.runner import mean_ci
 from .intervals import (
     Intervals,
@@ -354,14 +353,5 @@ def figure_bytes(fig: Figure, fmt: str = "png") -> bytes:
 def save_figure(fig: Figure, path: str | Path) -> Path:
     """Write the figure (format from the extension) atomically."""
     path = Path(path)
-    data = figure_bytes(fig, path.suffix.lstrip(".").lower())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, figure_bytes(fig, path.suffix.lstrip(".").lower()))
     return path

@@ -97,8 +97,14 @@ def cross_server_segments(run: RunData) -> np.ndarray:
 
 def contended_server_intervals(run: RunData) -> Intervals:
     """Per server, the times ≥ 2 cross-server segments use it (their all-reduces contend)."""
-    seg, row, start, end = segment_gpu_pairs(run)
-    cross = cross_server_segments(run)[seg]
+    seg, row, _, _ = segment_gpu_pairs(run)
+    return _contended_servers(run, seg, row, cross_server_segments(run)[seg])
+
+
+def _contended_servers(
+    run: RunData, seg: np.ndarray, row: np.ndarray, cross: np.ndarray
+) -> Intervals:
+    """``contended_server_intervals`` from the segment–GPU pairs and their cross mask."""
     srv = run.gpus.server[row[cross]]
     s = seg[cross]
     # one entry per (segment, server), not per GPU
@@ -112,7 +118,7 @@ def contended_intervals(run: RunData) -> Intervals:
     """Per GPU row, the times it runs a cross-server segment while its server is contended."""
     seg, row, start, end = segment_gpu_pairs(run)
     cross = cross_server_segments(run)[seg]
-    servers = contended_server_intervals(run)
+    servers = _contended_servers(run, seg, row, cross)
     if len(servers) == 0:
         empty = np.zeros(0)
         return Intervals(np.zeros(0, dtype=np.int64), empty, empty)

@@ -53,10 +53,6 @@ class RunData:
     label: str = field(default="")
 
     @property
-    def policy(self) -> str:
-        return str(self.config.get("policy") or self.path.name)
-
-    @property
     def seed(self) -> int | None:
         seed = self.config.get("seed")
         return seed if isinstance(seed, int) else None

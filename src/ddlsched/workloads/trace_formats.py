@@ -46,16 +46,8 @@ GAVEL_PHILLY_COLUMNS: tuple[str, ...] = (
     "arrival_time",
     "scale_factor",
 )
-#: The Tiresias simulator's CSV header; ``num_gpu``, ``submit_time`` and ``duration`` are needed.
-TIRESIAS_COLUMNS: tuple[str, ...] = (
-    "job_id",
-    "num_gpu",
-    "submit_time",
-    "iterations",
-    "model_name",
-    "duration",
-    "interval",
-)
+#: The Tiresias simulator's CSV (``job_id,num_gpu,submit_time,iterations,model_name,duration,
+#: interval``) needs these columns.
 TIRESIAS_REQUIRED: tuple[str, ...] = ("num_gpu", "submit_time", "duration")
 #: Model name of trace jobs whose format names none (Philly).
 PLACEHOLDER_MODEL = "trace"

@@ -7,14 +7,12 @@ import csv
 import dataclasses
 import io
 import math
-import os
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from ..core.job import JobSpec, ModelProfile
-from ..core.results import atomic_write_text, csv_text
+from ..core.results import atomic_write_bytes, atomic_write_text, csv_text
 from ..errors import InputError, quote, suggest
 from ..perf.models import builtin_model
 from .io import read_text
@@ -35,8 +33,6 @@ GENERIC_COLUMNS: tuple[str, ...] = (
 )
 #: Columns every generic trace must have.
 GENERIC_REQUIRED: tuple[str, ...] = ("arrival", "num_gpus")
-#: Columns written by :func:`write_generic`.
-WRITTEN_COLUMNS: tuple[str, ...] = GENERIC_COLUMNS
 #: First bytes of a Parquet file.
 PARQUET_MAGIC = b"PAR1"
 
@@ -277,7 +273,7 @@ def write_generic(jobs: Iterable[JobSpec], path: str | Path) -> None:
         _write_parquet(rows, path)
     else:
         text_rows = [["" if v is None else v for v in r] for r in rows]
-        atomic_write_text(path, csv_text(WRITTEN_COLUMNS, text_rows))
+        atomic_write_text(path, csv_text(GENERIC_COLUMNS, text_rows))
 
 
 def _write_parquet(rows: list[list[Any]], path: Path) -> None:
@@ -297,16 +293,7 @@ def _write_parquet(rows: list[list[Any]], path: Path) -> None:
         pa.string(),
     )
     arrays = [pa.array([r[k] for r in rows], type=t) for k, t in enumerate(types)]
-    table = pa.Table.from_arrays(arrays, names=list(WRITTEN_COLUMNS))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    table = pa.Table.from_arrays(arrays, names=list(GENERIC_COLUMNS))
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    atomic_write_bytes(path, buf.getvalue())

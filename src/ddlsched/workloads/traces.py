@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -61,19 +61,6 @@ class TraceOptions:
     load_scale: float | None = None
     gavel_throughputs: str | None = None
     gavel_gpu: str = "v100"
-
-    def is_default(self) -> bool:
-        """True when these options change nothing."""
-        return self == TraceOptions()
-
-    def as_dict(self) -> dict[str, object]:
-        """The options that differ from the defaults (for ``config.json``)."""
-        default = TraceOptions()
-        return {
-            f.name: getattr(self, f.name)
-            for f in fields(self)
-            if getattr(self, f.name) != getattr(default, f.name)
-        }
 
     def has_filters(self) -> bool:
         """True when a filter (window, GPU cap, sample, load scale) is set."""
