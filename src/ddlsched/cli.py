@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from . import __version__
@@ -26,6 +28,7 @@ def _run_options(args: argparse.Namespace) -> dict[str, object]:
 
     values = {k: getattr(args, k, None) for k in RUN_KEYS if k != "version"}
     values["quiet"] = True if args.quiet else None
+    values["overwrite"] = True if args.overwrite else None
     return values
 
 
@@ -62,7 +65,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     if args.workers is not None and args.workers < 1:
         raise InputError("must be ≥ 1", field="--workers")
-    sweep = load_sweep(args.config)
+    if args.max_runs is not None and args.max_runs < 1:
+        raise InputError("must be ≥ 1", field="--max-runs")
+    sweep = load_sweep(args.config, max_runs=args.max_runs)
     address = args.ray_address or sweep.ray_address
     quiet = args.quiet or sweep.quiet
 
@@ -79,6 +84,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             ray_address=address,
             progress=ProgressBar("sweep", enabled=False if quiet else None),
             on_plan=plan,
+            overwrite=args.overwrite,
         )
     except KeyboardInterrupt:
         print("\nddlsched: finished runs are kept; run the same command to resume", file=sys.stderr)
@@ -90,8 +96,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    from .core.rundir import claim, marker_rule, staged
     from .experiments import EXPERIMENTS
-    from .experiments.runner import format_markdown, run_experiment
+    from .experiments.runner import (
+        REPRODUCE_MARKER,
+        format_markdown,
+        reproduction_id,
+        run_experiment,
+        write_reproduction,
+    )
     from .progress import ProgressBar
 
     exp = EXPERIMENTS.get(args.experiment)
@@ -107,12 +120,22 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
             )
     if args.seeds is not None and args.seeds < 1:
         raise InputError("must be ≥ 1", field="--seeds")
+    if args.workers is not None and args.workers < 1:
+        raise InputError("must be ≥ 1", field="--workers")
     bar = ProgressBar(exp.name)
-    table = run_experiment(
-        exp, args.seeds, args.out, workers=args.workers, variants=variants, progress=bar
-    )
+    n_seeds = args.seeds or exp.default_seeds
+    chosen = variants or list(exp.variants)
+    rid = reproduction_id(exp, chosen, n_seeds)
+    with claim(
+        args.out, may_replace=marker_rule(REPRODUCE_MARKER, rid), overwrite=args.overwrite
+    ) as target:
+        with staged(target, args.out) as staging:
+            table = run_experiment(
+                exp, n_seeds, None, workers=args.workers, variants=variants, progress=bar
+            )
+            names = write_reproduction(exp, table, staging, chosen, n_seeds)
     print(format_markdown(exp, table))
-    print(f"wrote {args.out}/table.csv, table.md")
+    print(f"wrote {args.out}/" + ", ".join(names))
     return 0
 
 
@@ -238,8 +261,10 @@ def cmd_trace_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_trace_convert(args: argparse.Namespace) -> int:
+    from .core.rundir import check_output_file
     from .workloads.traces import write_trace
 
+    check_output_file(args.out)  # before reading the trace
     jobs = _load_trace(args)
     write_trace(jobs, args.out)
     print(f"wrote {args.out} ({len(jobs)} jobs)")
@@ -276,6 +301,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--out", help="output directory (or `out` in the --config file)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an --out that holds another run (default: refuse, exit 2)",
+    )
     _add_trace_options(r)
     r.set_defaults(func=cmd_run)
 
@@ -293,6 +323,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="run on Ray, one task per run: local (start a private instance), auto, HOST:PORT",
     )
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
+    sw.add_argument(
+        "--max-runs",
+        type=int,
+        metavar="N",
+        help="refuse a sweep that expands to more than N runs (default 10000, or max_runs)",
+    )
+    sw.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an --out that holds another sweep (default: refuse; the same sweep resumes)",
+    )
     sw.set_defaults(func=cmd_sweep)
 
     rp = sub.add_parser(
@@ -303,6 +344,11 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--variant", help="comma-separated subset of variants, e.g. coarse")
     rp.add_argument("--workers", type=int, help="parallel processes (default: all cores)")
     rp.add_argument("--out", required=True, help="output directory")
+    rp.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an --out that holds another result (default: refuse, exit 2)",
+    )
     rp.set_defaults(func=cmd_reproduce)
 
     pl = sub.add_parser("plot", help="figures of result directories (CDFs, utilisation, Gantt)")
@@ -340,17 +386,48 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that every cleanup path (staging directories, worker
+    pools, Ray) runs; the exit status is 143 instead of 130."""
+
+
+#: exit statuses: input/output errors, Ctrl-C (SIGINT), SIGTERM
+EXIT_INPUT, EXIT_SIGINT, EXIT_SIGTERM = 2, 130, 143
+
+
+def _on_signal(signum: int, frame: object) -> None:
+    """First SIGINT/SIGTERM: stop the work by raising; later ones are ignored so the cleanup
+    they trigger cannot itself be cut short."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if signum == signal.SIGTERM:
+        raise Terminated()
+    raise KeyboardInterrupt()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+        signal.signal(signal.SIGINT, _on_signal)
+        signal.signal(signal.SIGTERM, _on_signal)
     try:
         return int(args.func(args) or 0)
     except InputError as e:
         print(f"ddlsched: error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_INPUT
+    except Terminated:
+        print("ddlsched: terminated", file=sys.stderr)
+        return EXIT_SIGTERM
     except KeyboardInterrupt:
         print("ddlsched: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_SIGINT
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous[0])
+            signal.signal(signal.SIGTERM, previous[1])
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -61,6 +61,15 @@ RUN_KEYS: dict[str, Key] = {
         Key("gavel_gpu", str, None, "--gavel-gpu", "GPU type in the throughputs file (v100)", True),
         Key("out", str, None, "--out", "output directory (not recorded)", True, False),
         Key("quiet", bool, False, "--quiet", "no progress bar (not recorded)", False, False),
+        Key(
+            "overwrite",
+            bool,
+            False,
+            "--overwrite",
+            "replace an --out holding another run (not recorded)",
+            False,
+            False,
+        ),
         Key("version", str, None, "", "ddlsched version that wrote the record (informational)"),
     )
 }
@@ -101,6 +110,7 @@ class RunConfig:
     gavel_gpu: str | None = None
     out: str | None = None
     quiet: bool = False
+    overwrite: bool = False
     version: str | None = None  # the version recorded in the file it came from, if any
     source: str = "command line"
 
@@ -357,11 +367,19 @@ def simulate_config(
 def run_config(
     cfg: RunConfig, out: str | Path, progress: Callable[[int, int], None] | None = None
 ) -> SimResult:
-    """Simulate ``cfg`` and write its result directory, with the resolved config recorded."""
-    from .core.results import write_result
+    """Simulate ``cfg`` and write its result directory, with the resolved config recorded.
 
-    res = simulate_config(cfg, progress)
-    write_result(res, out, config=cfg.record())
+    The directory is written all-or-nothing (``core/rundir.py``). Before simulating: ``out``
+    is checked and locked, and an ``out`` holding another run (another run id) is refused
+    unless ``cfg.overwrite``."""
+    from .core.results import write_result_files
+    from .core.rundir import dumps_json, output_dir, run_dir_rule, run_id_of
+
+    record = cfg.record()
+    run_id = run_id_of(dumps_json(record, "config.json").encode("utf-8"))
+    with output_dir(out, may_replace=run_dir_rule(run_id), overwrite=cfg.overwrite) as staging:
+        res = simulate_config(cfg, progress)
+        write_result_files(res, staging, config=record)
     return res
 
 

@@ -14,8 +14,11 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
-from collections.abc import Callable, Mapping, Sequence
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
@@ -37,10 +40,12 @@ from .config import (
     resolve_value,
     simulate_config,
 )
-from .core.results import SUMMARY_KEYS, SimResult, atomic_write_text, csv_text, write_result
-from .errors import InputError
+from .core.results import SUMMARY_KEYS, SimResult, atomic_write_text, csv_text
+from .errors import InputError, suggest
 
-SWEEP_KEYS = ("policies", "seeds", "grid", "out", "workers", "ray_address")
+SWEEP_KEYS = ("policies", "seeds", "grid", "out", "workers", "ray_address", "max_runs")
+#: the most runs a sweep may expand to unless ``max_runs`` / ``--max-runs`` says otherwise
+DEFAULT_MAX_RUNS = 10_000
 #: run keys a grid may vary (besides every ``[settings]`` key)
 GRID_RUN_KEYS = ("cluster", "workload", "placement", *WORKLOAD_OPTIONS)
 #: aggregated metrics (``summary.json`` keys)
@@ -48,6 +53,8 @@ METRICS = tuple(k for k in SUMMARY_KEYS if k != "num_jobs")
 #: metrics in ``summary.md`` (all are in ``summary.csv``)
 MD_METRICS = ("avg_jct", "p95_jct", "makespan", "avg_queueing", "gpu_util")
 HASH_CHARS = 16
+#: the policies of application-profile and trace workloads (``api._build_profiled``)
+APPLICATION_POLICIES = ("tiresias", "fifo", "sjf", "sjf-ffs", "sjf-bsbf", "pollux")
 
 
 @dataclass(frozen=True)
@@ -90,8 +97,13 @@ class SweepResult:
 
 
 # ---------------------------------------------------------------------- reading
-def load_sweep(path: str | Path) -> Sweep:
-    """Read and validate a sweep file: a run config plus a ``[sweep]`` table."""
+def load_sweep(path: str | Path, max_runs: int | None = None) -> Sweep:
+    """Read and validate a sweep file: a run config plus a ``[sweep]`` table.
+
+    The number of runs is computed from the axes' lengths before anything is expanded and
+    must not exceed ``max_runs`` (argument, else ``[sweep] max_runs``, else
+    ``DEFAULT_MAX_RUNS``); every distinct policy, cluster, workload and settings file is
+    checked once, so a bad one is named with the file and line before anything is written."""
     data, text = read_config_file(path)
     where = ConfigText(str(path), text)
     base = Path(path).resolve().parent
@@ -122,7 +134,7 @@ def load_sweep(path: str | Path) -> Sweep:
         if isinstance(raw, int) and not isinstance(raw, bool):
             if raw < 1:
                 raise where.error("must be ≥ 1 (the number of seeds 0..N-1)", "sweep", "seeds")
-            seeds = list(range(raw))
+            seeds: Sequence[int] = range(raw)  # materialised only once the count is checked
         else:
             seeds = _list(raw, int, where, "sweep", "seeds")
             if any(s < 0 for s in seeds):
@@ -142,6 +154,25 @@ def load_sweep(path: str | Path) -> Sweep:
         vals = [resolve_value(key, v, base) if isinstance(v, str) else v for v in vals]
         grid.append((key, tuple(vals)))
 
+    limit = max_runs
+    if limit is None and "max_runs" in sw:
+        limit = check_type(sw["max_runs"], int, where, "sweep", "max_runs")  # type: ignore[assignment]
+        if limit < 1:  # type: ignore[operator]
+            raise where.error("must be ≥ 1", "sweep", "max_runs")
+    limit = DEFAULT_MAX_RUNS if limit is None else limit
+    axes = [("policies", len(policies)), *((k, len(v)) for k, v in grid), ("seeds", len(seeds))]
+    total = math.prod(n for _, n in axes)
+    if total > limit:
+        widest = max(axes, key=lambda a: a[1])[0]
+        table, key = ("sweep", widest) if widest in ("policies", "seeds") else ("sweep.grid", widest)
+        sizes = " × ".join(f"{n} {k}" for k, n in axes)
+        raise where.error(
+            f"the sweep expands to {total:,} runs ({sizes}), more than the limit of {limit:,}; "
+            "raise `max_runs` in [sweep] or give --max-runs N",
+            table,
+            key,
+        )
+
     out = sw.get("out", run.pop("out", None))
     workers = sw.get("workers")
     if workers is not None:
@@ -153,6 +184,7 @@ def load_sweep(path: str | Path) -> Sweep:
         if val is not None:
             check_type(val, str, where, "sweep", key)
     quiet = bool(run.pop("quiet", False))
+    run.pop("overwrite", None)
     run.pop("policy", None)
     run.pop("seed", None)
     sweep = Sweep(
@@ -167,8 +199,75 @@ def load_sweep(path: str | Path) -> Sweep:
         ray_address=address,  # type: ignore[arg-type]
         quiet=quiet,
     )
-    expand(sweep)  # every run's config is validated now, before anything runs
+    _check_names(sweep, where, ("sweep", "policies") if "policies" in sw else ("", "policy"))
+    for _ in iter_runs(sweep):  # every run's config is validated now, before anything runs
+        pass
     return sweep
+
+
+def _check_names(sweep: Sweep, where: ConfigText, policy_key: tuple[str, str]) -> None:
+    """Every distinct policy, cluster, workload and settings file of the sweep exists, checked
+    once each; an error names the sweep file and the line of the key."""
+    from .core.cluster_io import load_cluster
+
+    def values(key: str, base: object) -> list[tuple[str, str, object]]:
+        for k, vals in sweep.grid:
+            if k == key:
+                return [("sweep.grid", key, v) for v in vals]
+        return [("", key, base)] if base not in (None, "") else []
+
+    for policy in sweep.policies:
+        reason = _policy_problem(policy)
+        if reason:
+            raise where.error(reason, *policy_key)
+    seen: set[tuple[str, object]] = set()
+    for table, key, value in values("cluster", sweep.run.get("cluster")):
+        if (key, value) not in seen:
+            seen.add((key, value))
+            try:
+                load_cluster(str(value))
+            except InputError as e:
+                raise where.error(e.message, table, key) from None
+    for table, key, value in values("workload", sweep.run.get("workload")):
+        if (key, value) not in seen:
+            seen.add((key, value))
+            if not _is_workload_preset(str(value)) and not Path(str(value)).exists():
+                raise where.error(f"no such workload preset or file: {value}", table, key)
+    for key in ("gavel_throughputs", *PATH_SETTINGS):
+        base = sweep.run.get(key) if key in RUN_KEYS else sweep.settings.get(key)
+        table_of = "" if key in RUN_KEYS else "settings"
+        for table, k, value in values(key, base):
+            table = table or table_of
+            if value and not Path(str(value)).exists():
+                raise where.error(f"no such file or directory: {value}", table, k)
+
+
+def _is_workload_preset(name: str) -> bool:
+    """A workload preset name (as ``workloads.presets`` recognises them)."""
+    from .workloads.generators import WORKLOAD_PRESETS
+
+    n = name.lower()
+    return n in WORKLOAD_PRESETS or re.match(r"^luo24(-\d+)?$", n) is not None
+
+
+def _policy_problem(policy: str) -> str | None:
+    """Why ``policy`` names no policy (None when it does): built-in names of every kind,
+    registered names, and ``FILE.py:FACTORY`` / ``MODULE:FACTORY`` (loaded once)."""
+    from .planning.planners import PLANNER_NAMES
+    from .policies.plugins import load_factory, registered_policies
+    from .policies.registry import PRESETS
+
+    name = policy.lower()
+    builtin = {*PRESETS, *PLANNER_NAMES, *APPLICATION_POLICIES}
+    if name in builtin or name in registered_policies():
+        return None
+    if ":" in policy:
+        try:
+            load_factory(policy)
+        except InputError as e:
+            return f"policy {policy!r}: {e}"
+        return None
+    return f"unknown policy {policy!r}{suggest(name, sorted(builtin))}; see `ddlsched list`"
 
 
 def _list(value: object, kind: type, where: ConfigText, table: str, key: str) -> list:
@@ -182,9 +281,18 @@ def _list(value: object, kind: type, where: ConfigText, table: str, key: str) ->
 
 
 # ---------------------------------------------------------------------- expansion
+def run_count(sweep: Sweep) -> int:
+    """The number of runs of the sweep, from the axes' lengths (nothing expanded)."""
+    return len(sweep.policies) * math.prod(len(v) for _, v in sweep.grid) * len(sweep.seeds)
+
+
 def expand(sweep: Sweep) -> list[SweepRun]:
     """Every run of the sweep in order policy × grid point × seed, each resolved and hashed."""
-    runs = []
+    return list(iter_runs(sweep))
+
+
+def iter_runs(sweep: Sweep) -> Iterator[SweepRun]:
+    """The runs of :func:`expand`, one at a time (the grid is walked lazily)."""
     digests: dict[str, str] = {}
     keys = [k for k, _ in sweep.grid]
     for policy in sweep.policies:
@@ -199,8 +307,7 @@ def expand(sweep: Sweep) -> list[SweepRun]:
                     {**run, "policy": policy, "seed": seed}, settings, sweep.source
                 )
                 record = cfg.record()
-                runs.append(SweepRun(policy, point, seed, cfg, record, run_hash(record, digests)))
-    return runs
+                yield SweepRun(policy, point, seed, cfg, record, run_hash(record, digests))
 
 
 def run_hash(record: Mapping[str, object], digests: dict[str, str] | None = None) -> str:
@@ -254,27 +361,67 @@ def run_sweep(
     ray_address: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     on_plan: Callable[[int, int], None] | None = None,
+    overwrite: bool = False,
 ) -> SweepResult:
     """Run the sweep's missing runs (``executor`` ``local`` processes or ``ray`` tasks), then
     write ``runs.csv``, ``summary.csv`` and ``summary.md`` into ``out``.
 
+    ``out`` is locked for the whole sweep; an ``out`` holding another sweep (another
+    ``sweep_id``: the base config without the swept axes) or other files is refused unless
+    ``overwrite`` (then it is deleted first). Each ``runs/<key>/`` is published in one rename;
+    a damaged cached entry is recomputed with a warning on stderr.
+
     ``ray_address``: ``local`` starts a private Ray instance (``workers`` CPUs), ``auto`` or
     ``HOST:PORT`` (or ``ray://HOST:PORT``) joins a running cluster; an already initialised Ray
     is used as it is. ``on_plan(total, cached)`` is told the counts before anything runs."""
+    from .core.rundir import claim
+
     target = out if out is not None else sweep.out
     if target is None:
         raise InputError("missing; give --out or `out = ...` in [sweep]", field="out")
-    root = Path(target)
     if executor not in ("local", "ray"):
         raise InputError("must be 'local' or 'ray'", field="executor")
+    sid = sweep_id(sweep)
+    with claim(target, may_replace=_sweep_rule(sweep, sid), overwrite=overwrite) as root:
+        if overwrite and root.is_dir() and _sweep_rule(sweep, sid)(root) is not None:
+            import shutil
+
+            shutil.rmtree(root)
+        return _run_sweep_in(
+            sweep, root, Path(target), executor, workers, ray_address, progress, on_plan
+        )
+
+
+def _run_sweep_in(
+    sweep: Sweep,
+    root: Path,
+    shown: Path,
+    executor: str,
+    workers: int | None,
+    ray_address: str | None,
+    progress: Callable[[int, int], None] | None,
+    on_plan: Callable[[int, int], None] | None,
+) -> SweepResult:
+    """``run_sweep`` once ``root`` is claimed (checked and locked)."""
+    from .core.results import write_result_files
+    from .core.rundir import staged
+
     runs = expand(sweep)
-    result = SweepResult(root, runs)
+    result = SweepResult(shown, runs)
     todo = []
     for r in runs:
-        if (root / "runs" / r.key / "summary.json").exists():
+        entry = root / "runs" / r.key
+        problem = cache_problem(entry, r.record)
+        if problem is None:
             result.cached.append(r.key)
         else:
+            if problem:
+                print(
+                    f"ddlsched: warning: {shown / 'runs' / r.key}: {problem}; running it again",
+                    file=sys.stderr,
+                )
             todo.append(r)
+    os.makedirs(root / "runs", exist_ok=True)
     atomic_write_text(root / "sweep.json", _sweep_json(sweep, runs))
     if on_plan:
         on_plan(len(runs), len(result.cached))
@@ -283,7 +430,8 @@ def run_sweep(
 
     def save(i: int, res: SimResult) -> None:
         run = todo[i]
-        write_result(res, root / "runs" / run.key, config=dict(run.record))
+        with staged(root / "runs" / run.key, str(shown)) as staging:
+            write_result_files(res, staging, config=dict(run.record))
         result.executed.append(run.key)
 
     def step(done: int, total: int) -> None:
@@ -300,6 +448,73 @@ def run_sweep(
             _map(execute_record, records, workers, step, on_result=save)
     result.table = write_summary(sweep, runs, root)
     return result
+
+
+def cache_problem(entry: Path, record: Mapping[str, object]) -> str | None:
+    """Why the cached run ``entry`` cannot be reused: ``""`` when it is absent, a reason when it
+    is damaged (unreadable or truncated summary.json, a missing or altered file, another run's
+    id); None when it is complete and belongs to ``record``."""
+    from .core.rundir import dumps_json, run_id_of, sha256_hex
+
+    if not entry.exists():
+        return ""
+    try:
+        summary = json.loads((entry / "summary.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return "no summary.json"
+    except (OSError, ValueError) as e:
+        return f"unreadable summary.json ({type(e).__name__})"
+    if not isinstance(summary, dict) or not all(
+        isinstance(summary.get(m), int | float) for m in (*METRICS, "num_jobs")
+    ):
+        return "summary.json lacks metrics"
+    expected = dumps_json(dict(record), "config.json").encode("utf-8")
+    if summary.get("run_id") != run_id_of(expected):
+        return "run id differs from this run's config"
+    files = summary.get("files")
+    if not isinstance(files, dict):
+        return "summary.json has no file digests"
+    for name in ("config.json", "jobs.csv", "segments.csv"):
+        try:
+            data = (entry / name).read_bytes()
+        except OSError:
+            return f"{name} missing or unreadable"
+        if files.get(name) != sha256_hex(data):
+            return f"{name} does not match its digest in summary.json"
+    return None
+
+
+def sweep_id(sweep: Sweep) -> str:
+    """The id of a sweep directory: hash of the base run values and settings (everything but
+    the swept axes), so a sweep extended with more policies, seeds or grid values resumes in
+    the same directory and a different one is refused."""
+    from .core.rundir import run_id_of
+
+    doc = {"run": dict(sweep.run), "settings": dict(sweep.settings)}
+    return run_id_of(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+
+
+def _sweep_rule(sweep: Sweep, sid: str) -> Callable[[Path], str | None]:
+    """The replace rule of a sweep directory: empty, or a ``sweep.json`` of the same sweep
+    (same ``sweep_id``; one written before ids: the same sweep file)."""
+    from .core.rundir import is_empty_dir
+
+    def rule(existing: Path) -> str | None:
+        if is_empty_dir(existing):
+            return None
+        try:
+            doc = json.loads((existing / "sweep.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return "is not empty and has no readable sweep.json"
+        if not isinstance(doc, dict):
+            return "has a sweep.json that is not a sweep's"
+        if doc.get("sweep_id") == sid:
+            return None
+        if "sweep_id" not in doc and doc.get("source") == sweep.source:
+            return None
+        return f"holds another sweep (from {doc.get('source')})"
+
+    return rule
 
 
 def _ray_map(
@@ -372,6 +587,7 @@ def _sweep_json(sweep: Sweep, runs: Sequence[SweepRun]) -> str:
 
     doc = {
         "version": __version__,
+        "sweep_id": sweep_id(sweep),
         "source": sweep.source,
         "policies": list(sweep.policies),
         "grid": {k: list(v) for k, v in sweep.grid},

@@ -1,13 +1,13 @@
 """Result records and metrics (SPEC §4 "Metrics"), with atomic writers.
 
-``summary.json`` keys, ``jobs.csv`` and ``segments.csv`` columns are a public contract.
+``summary.json`` keys, ``jobs.csv`` and ``segments.csv`` columns are a public contract;
+``summary.json`` also holds ``run_id`` and ``files`` (digests), which are not metrics.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import os
 import tempfile
@@ -136,21 +136,30 @@ def _fmt(x: float) -> str:
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file + rename: never a half-written file."""
+    """Write ``data`` to ``path`` via a temp file + rename: never a half-written file. The file
+    gets the user's umask; a full disk or a missing permission is a one-line ``InputError``
+    naming ``path`` (the temp file is removed)."""
+    from .rundir import WRITE_ERRNOS, file_mode, write_error
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), file_mode())
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+    except BaseException as e:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+        if isinstance(e, OSError) and e.errno in WRITE_ERRNOS:
+            raise write_error(path, e) from None
         raise
 
 
@@ -168,15 +177,18 @@ def csv_text(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return buf.getvalue()
 
 
-def write_result(
-    result: SimResult, out_dir: str | Path, extra: dict | None = None, config: dict | None = None
-) -> None:
-    """Write ``config.json`` (if given), ``jobs.csv``, ``segments.csv`` and, last,
-    ``summary.json`` into ``out_dir``, each atomically: a complete ``summary.json`` means a
-    complete result directory."""
-    out = Path(out_dir)
+def result_files(
+    result: SimResult, extra: dict | None = None, config: dict | None = None
+) -> dict[str, bytes]:
+    """The files of a result directory as bytes, ``summary.json`` last: ``config.json`` (if
+    given), ``jobs.csv``, ``segments.csv``, and ``summary.json`` with ``run_id`` (first 16 hex
+    digits of the SHA-256 of config.json's bytes; without a config, of jobs.csv + segments.csv)
+    and ``files`` (each other file's full SHA-256), so a reader can prove they belong together."""
+    from .rundir import dumps_json, run_id_of, sha256_hex
+
+    files: dict[str, bytes] = {}
     if config is not None:
-        atomic_write_text(out / "config.json", json.dumps(config, indent=2, sort_keys=True) + "\n")
+        files["config.json"] = dumps_json(config, "config.json").encode("utf-8")
     jobs_rows = [
         (
             j.job_id,
@@ -192,9 +204,38 @@ def write_result(
         for j in result.jobs
     ]
     seg_rows = [(s.job_id, float(s.start), float(s.end), s.placement) for s in result.segments]
-    atomic_write_text(out / "jobs.csv", csv_text(JOB_COLUMNS, jobs_rows))
-    atomic_write_text(out / "segments.csv", csv_text(SEGMENT_COLUMNS, seg_rows))
+    files["jobs.csv"] = csv_text(JOB_COLUMNS, jobs_rows).encode("utf-8")
+    files["segments.csv"] = csv_text(SEGMENT_COLUMNS, seg_rows).encode("utf-8")
     summary = dict(result.summary)
     if extra:
         summary.update(extra)
-    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    if "config.json" in files:
+        run_id = run_id_of(files["config.json"])
+    else:
+        run_id = run_id_of(files["jobs.csv"] + files["segments.csv"])
+    summary["run_id"] = run_id
+    summary["files"] = {name: sha256_hex(data) for name, data in files.items()}
+    files["summary.json"] = dumps_json(summary, "summary.json").encode("utf-8")
+    return files
+
+
+def write_result_files(
+    result: SimResult, directory: str | Path, extra: dict | None = None, config: dict | None = None
+) -> None:
+    """Write :func:`result_files` into ``directory`` (a fresh staging directory)."""
+    from .rundir import write_file
+
+    for name, data in result_files(result, extra, config).items():
+        write_file(Path(directory) / name, data)
+
+
+def write_result(
+    result: SimResult, out_dir: str | Path, extra: dict | None = None, config: dict | None = None
+) -> None:
+    """Write the result directory ``out_dir`` all-or-nothing: ``config.json`` (if given),
+    ``jobs.csv``, ``segments.csv`` and ``summary.json`` go into a staging directory that
+    replaces ``out_dir`` in one rename (``core/rundir.py``)."""
+    from .rundir import output_dir
+
+    with output_dir(out_dir, overwrite=True) as staging:
+        write_result_files(result, staging, extra, config)

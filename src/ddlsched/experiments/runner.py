@@ -9,6 +9,7 @@ writes ``table.csv``, ``table.md`` and, where the paper has a figure, a PNG.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import multiprocessing
 import os
@@ -118,13 +119,30 @@ def run_experiment(
     variants: Sequence[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[dict]:
-    """Run every row × variant × seed; return the aggregated table rows (and write files)."""
+    """Run every row × variant × seed; return the aggregated table rows. With ``out``, also
+    write the result folder all-or-nothing (``write_reproduction`` into a staging directory
+    that replaces ``out`` in one rename)."""
     n_seeds = seeds or exp.default_seeds
+    if out is None:
+        return _compute(exp, n_seeds, workers, variants, progress)
+    from ..core.rundir import output_dir
+
+    with output_dir(out, overwrite=True) as staging:
+        table = _compute(exp, n_seeds, workers, variants, progress)
+        write_reproduction(exp, table, staging, variants or list(exp.variants), n_seeds)
+    return table
+
+
+def _compute(
+    exp: Experiment,
+    n_seeds: int,
+    workers: int | None,
+    variants: Sequence[str] | None,
+    progress: Callable[[int, int], None] | None,
+) -> list[dict]:
+    """The table of ``exp`` (rows × variants × seeds, or its custom computation)."""
     if exp.custom is not None:
-        table = exp.custom(exp, n_seeds, workers, progress)
-        if out is not None:
-            write_table(exp, table, Path(out))
-        return table
+        return exp.custom(exp, n_seeds, workers, progress)
     chosen = list(variants) if variants else list(exp.variants)
     base_cluster, base_workload, base_settings, note = exp.cluster, exp.workload, {}, ""
     if exp.resolve is not None:
@@ -165,8 +183,6 @@ def run_experiment(
                 values = [s[metric] * f for s in sums]
                 paper = row.paper.get(metric, float("nan"))
                 table.append(table_row(exp, v, row.name, metric, paper, values, note))
-    if out is not None:
-        write_table(exp, table, Path(out))
     return table
 
 
@@ -196,8 +212,10 @@ def table_row(
 
 
 def _worker_init() -> None:
-    """Workers leave Ctrl-C to the parent, which stops them (no stray tracebacks)."""
+    """Workers leave Ctrl-C to the parent, which stops them (no stray tracebacks); SIGTERM
+    (what ``Pool.terminate`` sends) ends them at once, whatever handler the parent had."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _indexed(fn, pair):
@@ -294,7 +312,42 @@ def format_markdown(exp: Experiment, table: list[dict]) -> str:
     return "\n".join(lines)
 
 
+#: the file of a ``reproduce`` folder that says what it holds (experiment, variants, seeds,
+#: ``run_id``) and the SHA-256 of every other file
+REPRODUCE_MARKER = "reproduce.json"
+
+
+def reproduction_id(exp: Experiment, variants: Sequence[str], seeds: int) -> str:
+    """The id of a reproduction: hash of the experiment name, variants and number of seeds (the
+    worker count does not change results, so it is not part of it)."""
+    from ..core.rundir import run_id_of
+
+    doc = {"experiment": exp.name, "variants": list(variants), "seeds": seeds}
+    return run_id_of(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+
+
+def write_reproduction(
+    exp: Experiment, table: list[dict], out: Path, variants: Sequence[str], seeds: int
+) -> list[str]:
+    """Write the table files and the PNG (``write_table``) and ``reproduce.json`` into ``out``
+    (a staging directory); returns the names written."""
+    from ..core.rundir import dumps_json, sha256_hex, write_file
+
+    written = write_table(exp, table, out)
+    doc = {
+        "experiment": exp.name,
+        "variants": list(variants),
+        "seeds": seeds,
+        "run_id": reproduction_id(exp, variants, seeds),
+        "files": {p.name: sha256_hex(p.read_bytes()) for p in written},
+    }
+    write_file(out / REPRODUCE_MARKER, dumps_json(doc, REPRODUCE_MARKER).encode("utf-8"))
+    return [p.name for p in written] + [REPRODUCE_MARKER]
+
+
 def write_table(exp: Experiment, table: list[dict], out: Path) -> list[Path]:
+    """Write ``table.csv``, ``table.md`` and the experiment's figure into ``out``; returns the
+    paths written."""
     out.mkdir(parents=True, exist_ok=True)
     rows = [[_num(t[c]) if isinstance(t[c], float) else t[c] for c in TABLE_COLUMNS] for t in table]
     atomic_write_text(out / "table.csv", csv_text(TABLE_COLUMNS, rows))
