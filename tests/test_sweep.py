@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 import shutil
@@ -249,3 +250,131 @@ def test_sweep_cli_errors_are_one_line(tmp_path: Path, sweep_file: Path) -> None
     )
     assert r.returncode == 2 and "--out" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+# ---------------------------------------------------------------------- damaged cache, limits
+def _damage_truncate(d: Path) -> None:
+    text = (d / "summary.json").read_text()
+    (d / "summary.json").write_text(text[: len(text) // 2])
+
+
+def _damage_remove_jobs(d: Path) -> None:
+    (d / "jobs.csv").unlink()
+
+
+def _damage_edit_segments(d: Path) -> None:
+    (d / "segments.csv").write_text("job_id,start,end,placement\n")
+
+
+def _damage_other_run(d: Path) -> None:
+    summary = json.loads((d / "summary.json").read_text())
+    (d / "summary.json").write_text(json.dumps(summary | {"run_id": "0" * 16}))
+
+
+@pytest.mark.parametrize(
+    "damage, reason",
+    [
+        (_damage_truncate, "unreadable summary.json"),
+        (_damage_remove_jobs, "jobs.csv missing"),
+        (_damage_edit_segments, "segments.csv does not match"),
+        (_damage_other_run, "run id differs"),
+    ],
+)
+def test_damaged_cache_entry_is_recomputed_with_a_warning(
+    tmp_path, sweep_file, capsys, damage, reason
+) -> None:
+    out = tmp_path / "out"
+    sweep = load_sweep(sweep_file)
+    first = run_sweep(sweep, out, workers=1)
+    files = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    key = first.runs[2].key
+    damage(out / "runs" / key)
+    capsys.readouterr()
+    again = run_sweep(sweep, out, workers=1)
+    assert again.executed == [key] and len(again.cached) == 7
+    warning = capsys.readouterr().err.strip().splitlines()
+    assert len(warning) == 1 and key in warning[0] and reason in warning[0]
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == files
+    assert not [p for p in (out / "runs").iterdir() if p.name.startswith(".")]
+
+
+def test_sweep_entries_record_run_ids(tmp_path: Path, sweep_file: Path) -> None:
+    out = tmp_path / "out"
+    result = run_sweep(load_sweep(sweep_file), out, workers=1)
+    for key in result.executed:
+        d = out / "runs" / key
+        summary = json.loads((d / "summary.json").read_text())
+        digest = hashlib.sha256((d / "config.json").read_bytes()).hexdigest()
+        assert summary["run_id"] == digest[:16]
+    doc = json.loads((out / "sweep.json").read_text())
+    assert len(doc["sweep_id"]) == 16
+
+
+def test_huge_sweep_is_refused_before_expanding(tmp_path: Path, sweep_file: Path) -> None:
+    sweep_file.write_text(SWEEP.replace("seeds = 2", "seeds = 100000000"))
+    out = tmp_path / "out"
+    r = subprocess.run(
+        [sys.executable, "-m", "ddlsched.cli", "sweep", "--config", str(sweep_file)]
+        + ["--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 2, r.stderr
+    line = r.stderr.strip()
+    assert len(line.splitlines()) == 1
+    assert f"{sweep_file}, line 9, field 'sweep.seeds'" in line
+    assert "400,000,000 runs" in line and "10,000" in line
+    assert not out.exists()
+    sweep_file.write_text(SWEEP)  # 8 runs: over a limit of 5, from the file or the option
+    with pytest.raises(InputError, match="more than the limit of 5"):
+        load_sweep(sweep_file, max_runs=5)
+    sweep_file.write_text(SWEEP.replace("seeds = 2", "seeds = 2\nmax_runs = 5"))
+    with pytest.raises(InputError, match="more than the limit of 5"):
+        load_sweep(sweep_file)
+    assert len(expand(load_sweep(sweep_file, max_runs=8))) == 8
+
+
+@pytest.mark.parametrize(
+    "edit, line, field, expected",
+    [
+        (('"srsf1"]', '"srsf9"]'), 8, "sweep.policies", "unknown policy 'srsf9'"),
+        (('"jobs.csv"', '"nojobs.csv"'), 2, "workload", "no such workload preset or file"),
+        (('placement = ["ff", "rand"]', 'workload = ["jobs.csv", "gone.csv"]'), 12,
+         "sweep.grid.workload", "gone.csv"),
+        (("iterations_per_task = 10", 'profiles = "nodir"'), 5, "settings.profiles", "nodir"),
+    ],
+)  # fmt: skip
+def test_bad_names_in_sweep_file_write_nothing(tmp_path, sweep_file, edit, line, field, expected):
+    sweep_file.write_text(SWEEP.replace(*edit))
+    out = tmp_path / "out"
+    code = main(["sweep", "--config", str(sweep_file), "--out", str(out), "--quiet"])
+    assert code == 2
+    with pytest.raises(InputError) as info:
+        load_sweep(sweep_file)
+    assert (info.value.source, info.value.line, info.value.field) == (str(sweep_file), line, field)
+    assert expected in str(info.value)
+    assert not out.exists()
+
+
+def test_sweep_directory_of_another_sweep_is_refused(tmp_path, sweep_file) -> None:
+    out = tmp_path / "out"
+    base = ["sweep", "--config", str(sweep_file), "--out", str(out), "--quiet", "--workers", "1"]
+    assert main(base) == 0
+    # the same sweep with one more seed resumes in the same directory
+    sweep_file.write_text(SWEEP.replace("seeds = 2", "seeds = 3"))
+    assert main(base) == 0
+    assert len(rows(out / "runs.csv")) == 12
+    other = sweep_file.parent / "other.toml"
+    other.write_text(SWEEP.replace("iterations_per_task = 10", "iterations_per_task = 20"))
+    argv = ["sweep", "--config", str(other), "--out", str(out), "--quiet", "--workers", "1"]
+    summary = (out / "summary.csv").read_bytes()
+    assert main(argv) == 2
+    assert (out / "summary.csv").read_bytes() == summary
+    assert main([*argv, "--overwrite"]) == 0
+    assert len(list((out / "runs").iterdir())) == 8  # the other sweep's runs are gone
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text("mine")
+    assert main([*argv[:4], str(notes), "--quiet"]) == 2
+    assert [p.name for p in notes.iterdir()] == ["a.txt"]

@@ -165,7 +165,7 @@ def load_sweep(path: str | Path, max_runs: int | None = None) -> Sweep:
     if total > limit:
         widest = max(axes, key=lambda a: a[1])[0]
         table, key = ("sweep", widest) if widest in ("policies", "seeds") else ("sweep.grid", widest)
-        sizes = " × ".join(f"{n} {k}" for k, n in axes)
+        sizes = " × ".join(f"{n:,} {k}" for k, n in axes)
         raise where.error(
             f"the sweep expands to {total:,} runs ({sizes}), more than the limit of {limit:,}; "
             "raise `max_runs` in [sweep] or give --max-runs N",
