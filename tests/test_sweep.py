@@ -378,3 +378,5 @@ def test_sweep_directory_of_another_sweep_is_refused(tmp_path, sweep_file) -> No
     (notes / "a.txt").write_text("mine")
     assert main([*argv[:4], str(notes), "--quiet"]) == 2
     assert [p.name for p in notes.iterdir()] == ["a.txt"]
+    other.write_text("overwrite = true\n" + other.read_text())  # also a key of the file
+    assert load_sweep(other).overwrite and not load_sweep(sweep_file).overwrite

@@ -84,7 +84,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             ray_address=address,
             progress=ProgressBar("sweep", enabled=False if quiet else None),
             on_plan=plan,
-            overwrite=args.overwrite,
+            overwrite=args.overwrite or sweep.overwrite,
         )
     except KeyboardInterrupt:
         print("\nddlsched: finished runs are kept; run the same command to resume", file=sys.stderr)

@@ -71,6 +71,7 @@ class Sweep:
     workers: int | None = None
     ray_address: str | None = None
     quiet: bool = False
+    overwrite: bool = False
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,9 @@ def load_sweep(path: str | Path, max_runs: int | None = None) -> Sweep:
     total = math.prod(n for _, n in axes)
     if total > limit:
         widest = max(axes, key=lambda a: a[1])[0]
-        table, key = ("sweep", widest) if widest in ("policies", "seeds") else ("sweep.grid", widest)
+        table, key = (
+            ("sweep", widest) if widest in ("policies", "seeds") else ("sweep.grid", widest)
+        )
         sizes = " × ".join(f"{n:,} {k}" for k, n in axes)
         raise where.error(
             f"the sweep expands to {total:,} runs ({sizes}), more than the limit of {limit:,}; "
@@ -184,7 +187,7 @@ def load_sweep(path: str | Path, max_runs: int | None = None) -> Sweep:
         if val is not None:
             check_type(val, str, where, "sweep", key)
     quiet = bool(run.pop("quiet", False))
-    run.pop("overwrite", None)
+    overwrite = bool(run.pop("overwrite", False))
     run.pop("policy", None)
     run.pop("seed", None)
     sweep = Sweep(
@@ -198,6 +201,7 @@ def load_sweep(path: str | Path, max_runs: int | None = None) -> Sweep:
         workers=workers,  # type: ignore[arg-type]
         ray_address=address,  # type: ignore[arg-type]
         quiet=quiet,
+        overwrite=overwrite,
     )
     _check_names(sweep, where, ("sweep", "policies") if "policies" in sw else ("", "policy"))
     for _ in iter_runs(sweep):  # every run's config is validated now, before anything runs
