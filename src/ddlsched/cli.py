@@ -425,9 +425,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("ddlsched: interrupted", file=sys.stderr)
         return EXIT_SIGINT
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous[0])
-            signal.signal(signal.SIGTERM, previous[1])
+        if previous is not None:  # in-process callers (tests) get their handlers back
+            for signum, handler in zip((signal.SIGINT, signal.SIGTERM), previous, strict=True):
+                if handler is not None:
+                    signal.signal(signum, handler)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -203,8 +203,11 @@ def output_lock(out: Path, shown: str) -> Iterator[None]:
     """Hold the exclusive lock of ``out`` (fail fast if another process holds it); the lock file
     is removed on release while still locked, and a lock taken on a file that was removed
     meanwhile is retaken on the new one, so two holders can never coexist."""
-    import fcntl
-
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock (staging and publishing still apply)
+        yield
+        return
     path = lock_path(out)
     while True:
         try:
