@@ -46,6 +46,17 @@ def children(pid: int) -> set[int]:
     return found
 
 
+def descendants(pid: int) -> set[int]:
+    """Live descendants of ``pid`` (children, their children, ...)."""
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        kids = children(todo.pop()) - found
+        found |= kids
+        todo.extend(kids)
+    return found
+
+
 def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -54,7 +65,7 @@ def alive(pid: int) -> bool:
         return False
 
 
-def interrupt(argv: list[str], sig: int, *, wait_children: bool, delay: float = 2.0):
+def interrupt(argv: list[str], sig: int, *, wait_children: bool, delay: float = 2.0, find=children):
     """Start ``ddlsched argv``, signal it once busy; return (status, stderr, worker pids)."""
     p = subprocess.Popen(
         [sys.executable, "-m", "ddlsched.cli", *argv],
@@ -67,12 +78,12 @@ def interrupt(argv: list[str], sig: int, *, wait_children: bool, delay: float = 
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and p.poll() is None:
-            workers = children(p.pid)
+            workers = find(p.pid)
             if not wait_children or len(workers) >= 2:
                 break
             time.sleep(0.1)
         time.sleep(delay)
-        workers |= children(p.pid)
+        workers |= find(p.pid)
         if p.poll() is None:
             p.send_signal(sig)
         _, err = p.communicate(timeout=120)
@@ -164,3 +175,22 @@ def test_reproduce_sigterm_ends_its_workers_and_writes_nothing(tmp_path: Path) -
         check_stopped(status, err, signal.SIGTERM)
         assert workers
         assert list(tmp_path.iterdir()) == []
+
+
+def test_sweep_on_ray_sigterm_shuts_its_private_ray_down(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(SWEEP)
+    out = tmp_path / "s"
+    argv = ["sweep", "--config", str(sweep), "--out", str(out), "--quiet", "--workers", "2"]
+    argv += ["--ray-address", "local"]
+    # Ray's processes (GCS, raylet, workers) descend from the driver; wait for its workers
+    status, err, procs = interrupt(
+        argv, signal.SIGTERM, wait_children=True, delay=8.0, find=descendants
+    )
+    assert not [w for w in procs if alive(w)], "Ray processes outlived the sweep"
+    if status == 0:
+        assert (out / "summary.csv").is_file()
+    else:
+        check_stopped(status, err, signal.SIGTERM)
+        assert not (out / "summary.csv").exists()

@@ -395,11 +395,17 @@ class Terminated(KeyboardInterrupt):
 EXIT_INPUT, EXIT_SIGINT, EXIT_SIGTERM = 2, 130, 143
 
 
+#: the signal that stopped this command (libraries such as Ray may re-raise a plain
+#: KeyboardInterrupt in place of ours, so the status is decided from this)
+_received: list[int] = []
+
+
 def _on_signal(signum: int, frame: object) -> None:
     """First SIGINT/SIGTERM: stop the work by raising; later ones are ignored so the cleanup
     they trigger cannot itself be cut short."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _received.append(signum)
     if signum == signal.SIGTERM:
         raise Terminated()
     raise KeyboardInterrupt()
@@ -418,13 +424,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as e:
         print(f"ddlsched: error: {e}", file=sys.stderr)
         return EXIT_INPUT
-    except Terminated:
-        print("ddlsched: terminated", file=sys.stderr)
-        return EXIT_SIGTERM
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        if isinstance(e, Terminated) or _received[:1] == [signal.SIGTERM]:
+            print("ddlsched: terminated", file=sys.stderr)
+            return EXIT_SIGTERM
         print("ddlsched: interrupted", file=sys.stderr)
         return EXIT_SIGINT
     finally:
+        _received.clear()
         if previous is not None:  # in-process callers (tests) get their handlers back
             for signum, handler in zip((signal.SIGINT, signal.SIGTERM), previous, strict=True):
                 if handler is not None:

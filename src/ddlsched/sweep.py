@@ -538,6 +538,7 @@ def _ray_map(
         ) from None
     started = False
     if not ray.is_initialized():
+        keep = _sigterm_handler()
         try:
             if address == "local":
                 ray.init(
@@ -549,6 +550,8 @@ def _ray_map(
                 ray.init(address=address, log_to_driver=False)
         except (ConnectionError, ValueError, RuntimeError) as e:
             raise InputError(f"cannot start or reach Ray: {e}", field="--ray-address") from None
+        finally:
+            keep()  # ray.init installs its own SIGTERM handler (exit 1, a multi-line report)
         started = True
     try:
         task = ray.remote(num_cpus=1)(execute_record)
@@ -576,6 +579,19 @@ def _ray_map(
     finally:
         if started:
             ray.shutdown()
+
+
+def _sigterm_handler() -> Callable[[], None]:
+    """A function that puts back the current SIGTERM handler (a no-op off the main thread)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    handler = signal.getsignal(signal.SIGTERM)
+    if handler is None:
+        return lambda: None
+    return lambda: signal.signal(signal.SIGTERM, handler)
 
 
 # ---------------------------------------------------------------------- aggregating
