@@ -376,6 +376,10 @@ def run_config(
     from .core.rundir import dumps_json, output_dir, run_dir_rule, run_id_of
 
     record = cfg.record()
+    if cfg.policy and ":" in cfg.policy:  # a plugin that cannot load is the error to report
+        from .policies.plugins import load_factory
+
+        load_factory(cfg.policy)
     run_id = run_id_of(dumps_json(record, "config.json").encode("utf-8"))
     with output_dir(out, may_replace=run_dir_rule(run_id), overwrite=cfg.overwrite) as staging:
         res = simulate_config(cfg, progress)
