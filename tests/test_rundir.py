@@ -380,3 +380,15 @@ def test_stale_staging_names_never_collide(tmp_path: Path) -> None:
     a = rundir.make_staging(tmp_path / "o", "o")
     b = rundir.make_staging(tmp_path / "o", "o")
     assert a != b and a.name.startswith(".o.") and a.parent == tmp_path
+
+
+def test_staging_left_by_a_killed_writer_is_removed_by_the_next(tmp_path: Path) -> None:
+    stale = tmp_path / ".o.k1ll3d.tmp"
+    stale.mkdir()
+    (stale / "summary.json").write_text("{}")
+    aside = tmp_path / ".o.x.old"
+    aside.mkdir()
+    keep = tmp_path / ".other.y.tmp"
+    keep.mkdir()
+    assert main([*RUN, "--out", str(tmp_path / "o")]) == 0
+    assert leftovers(tmp_path, {"o"}) == [".other.y.tmp"]

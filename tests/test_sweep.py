@@ -380,3 +380,14 @@ def test_sweep_directory_of_another_sweep_is_refused(tmp_path, sweep_file) -> No
     assert [p.name for p in notes.iterdir()] == ["a.txt"]
     other.write_text("overwrite = true\n" + other.read_text())  # also a key of the file
     assert load_sweep(other).overwrite and not load_sweep(sweep_file).overwrite
+
+
+def test_staging_left_in_the_cache_by_a_killed_sweep_is_removed(tmp_path, sweep_file) -> None:
+    out = tmp_path / "out"
+    sweep = load_sweep(sweep_file)
+    first = run_sweep(sweep, out, workers=1)
+    stale = out / "runs" / f".{first.runs[0].key}.abc123.tmp"
+    stale.mkdir()
+    (stale / "summary.json").write_text("{}")
+    again = run_sweep(sweep, out, workers=1)
+    assert not again.executed and not stale.exists()

@@ -408,10 +408,14 @@ def _run_sweep_in(
 ) -> SweepResult:
     """``run_sweep`` once ``root`` is claimed (checked and locked)."""
     from .core.results import write_result_files
-    from .core.rundir import staged
+    from .core.rundir import remove_stale, staged
 
     runs = expand(sweep)
     result = SweepResult(shown, runs)
+    if (root / "runs").is_dir():
+        for entry in (root / "runs").iterdir():  # a killed sweep's staging directories
+            if entry.name.startswith(".") and entry.name.endswith(".tmp") and entry.is_dir():
+                remove_stale(root / "runs" / entry.name.split(".")[1])
     todo = []
     for r in runs:
         entry = root / "runs" / r.key

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import glob
 import hashlib
 import json
 import os
@@ -363,6 +364,7 @@ def claim(
     ok = False
     try:
         with output_lock(target, shown):
+            remove_stale(target)
             if target.is_dir() and not overwrite and may_replace is not None:
                 reason = may_replace(target)
                 if reason is not None:
@@ -410,6 +412,14 @@ def output_dir(
     with claim(out, may_replace=may_replace, overwrite=overwrite) as target:
         with staged(target, str(out)) as staging:
             yield staging
+
+
+def remove_stale(target: Path) -> None:
+    """Remove staging directories a killed writer left beside ``target`` (``.NAME.*.tmp``,
+    ``.NAME.*.old``); called with the lock held, so no live writer owns them."""
+    for p in target.parent.glob(f".{glob.escape(target.name)}.*"):
+        if p.suffix in (".tmp", ".old") and p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
 
 
 def is_empty_dir(path: Path) -> bool:
