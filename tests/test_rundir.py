@@ -392,3 +392,27 @@ def test_staging_left_by_a_killed_writer_is_removed_by_the_next(tmp_path: Path) 
     keep.mkdir()
     assert main([*RUN, "--out", str(tmp_path / "o")]) == 0
     assert leftovers(tmp_path, {"o"}) == [".other.y.tmp"]
+
+
+def test_renameat2_exchange_swaps_two_directories(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "new").write_text("new")
+    (b / "old").write_text("old")
+    if not rundir._exchange(a, b):
+        pytest.skip("renameat2(RENAME_EXCHANGE) unavailable here; the fallback is tested above")
+    assert [p.name for p in b.iterdir()] == ["new"] and [p.name for p in a.iterdir()] == ["old"]
+
+
+def test_old_run_moved_aside_by_a_killed_writer_is_put_back(tmp_path: Path) -> None:
+    """The fallback renames OUT aside before renaming the new one in; killed in between, the
+    next writer restores the old run rather than deleting it."""
+    write_result(toy_result(), tmp_path / "o", config={"seed": 1})
+    old = snapshot(tmp_path / "o")
+    aside = tmp_path / ".o.x1.old"
+    aside.mkdir()
+    (tmp_path / "o").rename(aside / "old")
+    r = ddl(*RUN, "--out", str(tmp_path / "o"))  # another run: refused, the old one is back
+    assert "holds another run" in one_line_error(r)
+    assert snapshot(tmp_path / "o") == old and leftovers(tmp_path, {"o"}) == []

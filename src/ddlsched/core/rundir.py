@@ -24,6 +24,7 @@ import errno
 import glob
 import hashlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -112,7 +113,7 @@ def _non_finite_keys(doc: object, prefix: str = "") -> list[str]:
     elif isinstance(doc, list | tuple):
         for i, v in enumerate(doc):
             out += _non_finite_keys(v, f"{prefix}{i}.")
-    elif isinstance(doc, float) and doc != doc or doc in (float("inf"), float("-inf")):
+    elif isinstance(doc, float) and not math.isfinite(doc):
         out.append(prefix.rstrip("."))
     return out
 
@@ -417,9 +418,12 @@ def output_dir(
 def remove_stale(target: Path) -> None:
     """Remove staging directories a killed writer left beside ``target`` (``.NAME.*.tmp``,
     ``.NAME.*.old``); called with the lock held, so no live writer owns them."""
-    for p in target.parent.glob(f".{glob.escape(target.name)}.*"):
-        if p.suffix in (".tmp", ".old") and p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p, ignore_errors=True)
+    for p in sorted(target.parent.glob(f".{glob.escape(target.name)}.*")):
+        if p.suffix not in (".tmp", ".old") or not p.is_dir() or p.is_symlink():
+            continue
+        if p.suffix == ".old" and (p / "old").is_dir() and not os.path.lexists(target):
+            os.rename(p / "old", target)  # killed between the two renames: put it back
+        shutil.rmtree(p, ignore_errors=True)
 
 
 def is_empty_dir(path: Path) -> bool:
