@@ -112,7 +112,10 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         exp, args.seeds, args.out, workers=args.workers, variants=variants, progress=bar
     )
     print(format_markdown(exp, table))
-    print(f"wrote {args.out}/table.csv, table.md")
+    from pathlib import Path
+
+    figures = sorted(p.name for p in Path(args.out).glob(f"{exp.name}*.png"))
+    print(f"wrote {args.out}/table.csv, table.md" + "".join(f", {f}" for f in figures))
     return 0
 
 
