@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -52,7 +53,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"{len(res.jobs)} jobs  avg JCT {s['avg_jct']:.1f} s  median {s['median_jct']:.1f} s  "
         f"p95 {s['p95_jct']:.1f} s  makespan {s['makespan']:.1f} s  GPU util {100 * s['gpu_util']:.1f} %"
     )
-    print(f"wrote {out}/config.json, summary.json, jobs.csv, segments.csv")
+    print(f"wrote {os.path.join(out, 'config.json')}, summary.json, jobs.csv, segments.csv")
     if len(res.jobs) > 1 and all(j.queueing == 0 for j in res.jobs):
         print(
             "ddlsched: note: no job waited for GPUs, so the queue order did not matter "
@@ -122,7 +123,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     figures = sorted(p.name for p in Path(args.out).glob(f"{exp.name}*.png"))
-    print(f"wrote {args.out}/table.csv, table.md" + "".join(f", {f}" for f in figures))
+    wrote = os.path.join(args.out, "table.csv")
+    print(f"wrote {wrote}, table.md" + "".join(f", {f}" for f in figures))
     return 0
 
 
