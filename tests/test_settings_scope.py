@@ -10,18 +10,16 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
+from _toys import toy_app, toy_jobs
 
 import ddlsched.api as api
 from ddlsched.api import Settings, build_simulator
 from ddlsched.core.cluster import Cluster
 from ddlsched.core.job import JobSpec, ModelProfile
 from ddlsched.errors import InputError
-from ddlsched.experiments import EXPERIMENTS
-from ddlsched.experiments import runner
+from ddlsched.experiments import EXPERIMENTS, runner
 from ddlsched.settings_scope import SCOPES, check_workload_scope
 from ddlsched.workloads.generators import WORKLOAD_PRESETS
-
-from _toys import toy_app, toy_jobs
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ModelProfile("trace", 0.0, 0.0, 0, 0.0, 0.0)

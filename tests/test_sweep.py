@@ -173,7 +173,9 @@ def test_confidence_intervals_by_hand(tmp_path: Path, sweep_file: Path) -> None:
     assert [r["seed"] for r in per_run[:3]] == ["0", "1", "2"]
     md = (out / "summary.md").read_text()
     assert "| ada-srsf | ff | 3 | 2.0 [0.0, 4.5] |" in md
-    head = "| policy | placement | runs | avg_jct (s) | p95_jct (s) | makespan (s) | avg_queueing (s)"
+    head = (
+        "| policy | placement | runs | avg_jct (s) | p95_jct (s) | makespan (s) | avg_queueing (s)"
+    )
     assert head + " | gpu_util (%) |" in md  # every column states its unit
     assert "95 % Student-t interval, clipped to the metric's range" in md
 

@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
+from _report_runs import write_run
 
 from ddlsched.experiments import EXPERIMENTS
 from ddlsched.experiments.runner import (
@@ -24,8 +25,6 @@ from ddlsched.experiments.runner import (
     write_table,
 )
 from ddlsched.report import build_report, load_runs
-
-from _report_runs import write_run
 
 # mean 1/3, s = 0.577, n = 3: half-width t(0.975, 2) · s / √3 = 4.3027 / 3 ≈ 1.434
 SKEWED = [0.0, 0.0, 1.0]

@@ -433,7 +433,12 @@ def format_markdown(sweep: Sweep, table: Sequence[Mapping[str, object]]) -> str:
     from .experiments.runner import CI_NOTE
 
     keys = [k for k, _ in sweep.grid]
-    head = ["policy", *keys, "runs", *(f"{m} ({'%' if m == 'gpu_util' else 's'})" for m in MD_METRICS)]
+    head = [
+        "policy",
+        *keys,
+        "runs",
+        *(f"{m} ({'%' if m == 'gpu_util' else 's'})" for m in MD_METRICS),
+    ]
     lines = [
         f"# Sweep {Path(sweep.source).name}",
         "",
