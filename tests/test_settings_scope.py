@@ -93,6 +93,8 @@ def test_kappa_with_a_placement_other_than_lwf_names_the_placement() -> None:
         ("sjf-bco", None, {"max_jobs_per_gpu": 2}, "max_jobs_per_gpu"),
         ("sjf-bco", None, {"kappa": 2}, "kappa"),
         ("yu-ff", None, {"eta": 1e-9}, "eta"),
+        ("yu-ff", None, {"lam": 2.0}, "lam"),  # LBSGF's λ: SJF-BCO's only
+        ("yu-rand", None, {"bco_kappa": 2}, "bco_kappa"),
     ],
 )
 def test_model_job_settings_without_effect_are_errors(policy, placement, settings, field) -> None:
@@ -246,3 +248,14 @@ def test_readme_and_example_do_not_set_an_ignored_kappa() -> None:
             assert "--placement lwf " in r, r
     exp = (ROOT / "examples" / "exp.toml").read_text()
     assert "kappa = 2" in exp and 'placement = "lwf"' in exp
+
+
+def test_readme_settings_table_says_where_each_applies() -> None:
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("| key | default | applies to | meaning |") :].split("\n\n")[0]
+    keys: set[str] = set()
+    for row in table.splitlines()[2:]:
+        cells = row.strip("|").split(" | ")
+        assert len(cells) == 4 and cells[2].strip(), row
+        keys |= {k.strip("` ") for k in cells[0].split(",")}
+    assert keys == {f.name for f in fields(Settings)}
