@@ -20,7 +20,7 @@ from .perf.rar import DEGRADATIONS, RarModel, RarRate
 from .planning import PLANNER_NAMES, PlannerParams, PlanningError, PlanPolicy, make_planner
 from .policies.base import Policy
 from .policies.compose import with_placement
-from .policies.plugins import resolve_policy
+from .policies.plugins import PROFILE_POLICY_NAMES, resolve_policy
 from .policies.registry import PRESETS, make_policy
 from .settings_scope import (
     DURATION,
@@ -266,12 +266,12 @@ def _check_placement_applies(jobs: Sequence[JobSpec], policy: str, placement: st
     """``--placement`` replaces the placement of an online policy on model jobs; planners and
     the policies of application-profile and trace jobs place jobs themselves."""
     if any(j.duration > 0 for j in jobs):
-        kind = DURATION
+        kind, own = DURATION, ("tiresias", "fifo", "sjf")
     elif any(j.application for j in jobs):
-        kind = PROFILE
-    elif policy in PLANNER_NAMES:
-        kind = PLANNER
+        kind, own = PROFILE, PROFILE_POLICY_NAMES
     else:
+        kind, own = PLANNER, PLANNER_NAMES
+    if policy not in own:  # an online preset, or a name the builders reject on their own
         return
     raise InputError(
         f"applies only to online policies on model jobs ({', '.join(PRESETS)} or a composed "

@@ -73,7 +73,7 @@ SCOPES: dict[str, Rule] = {
     "iterations_per_task": ("to model jobs at iteration level", _kinds(ITERATION)),
     "shortcuts": ("to model jobs at iteration level", _kinds(ITERATION)),
     "kappa": (
-        "with the lwf placement (κ of LWF-κ; lwf-K names κ itself)",
+        "with the lwf placement",  # κ of LWF-κ; lwf-K names κ itself
         lambda r: r.kind in ONLINE_MODEL and (r.placement or "").lower() == "lwf",
     ),
     "a": (_WANG, _kinds(ITERATION, JOB_LEVEL)),
