@@ -209,7 +209,9 @@ def build_simulator(
     """Compose policy, executor and engine for one run (no I/O).
 
     ``policy``: a built-in name, a name given to ``register_policy``, ``MODULE:FACTORY`` /
-    ``FILE.py:FACTORY``, or a policy object (``ddlsched.policy``)."""
+    ``FILE.py:FACTORY``, or a policy object (``ddlsched.policy``). A setting with a
+    non-default value that this run would ignore, or ``placement`` with a policy that places
+    jobs itself, is an ``InputError`` (``settings_scope``)."""
     settings = settings or Settings()
     custom = resolve_policy(policy)
     if custom is not None and placement is not None:
