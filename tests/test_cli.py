@@ -351,6 +351,10 @@ def test_reproduce_writes_table_and_plot(tmp_path: Path) -> None:
     png = out / "wang20-table5.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "Ada-SRSF" in r.stdout and "paper 1098.6" in r.stdout
+    # the PNG is named with the tables; every column states its unit
+    assert f"wrote {out}/table.csv, table.md, wang20-table5.png" in r.stdout
+    assert "| row | avg_jct (s) | median_jct (s) | p95_jct (s) | gpu_util (%) |" in r.stdout
+    assert ada["unit"] == "s" and list(rows[0])[-1] == "unit"
 
 
 def test_reproduce_unknown_experiment() -> None:

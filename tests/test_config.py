@@ -30,7 +30,7 @@ CONFIG = """# a small experiment
 cluster = "tiny"
 workload = "jobs.csv"
 policy = "ada-srsf"
-placement = "ff"
+placement = "lwf"
 seed = 1
 
 [settings]
@@ -73,7 +73,7 @@ def error_of(path: Path) -> InputError:
 
 def test_file_values_are_loaded_and_relative_files_resolved(exp: Path) -> None:
     cfg = load_run_config(exp)
-    assert (cfg.cluster, cfg.policy, cfg.placement, cfg.seed) == ("tiny", "ada-srsf", "ff", 1)
+    assert (cfg.cluster, cfg.policy, cfg.placement, cfg.seed) == ("tiny", "ada-srsf", "lwf", 1)
     assert cfg.workload == str(exp.parent / "jobs.csv")  # relative to the file, made absolute
     assert cfg.settings.kappa == 2 and cfg.settings.iterations_per_task == 10
     assert cfg.settings.granularity == "iteration"  # not given: the default

@@ -72,7 +72,9 @@ def scenarios(draw, zero_compute: bool = True):
 
 
 def run(sc, granularity="iteration"):
-    s = Settings(granularity=granularity, iterations_per_task=sc["ipt"], a=A, b=B_, eta=ETA)
+    # iterations_per_task only exists at iteration level (elsewhere it is an input error)
+    ipt = sc["ipt"] if granularity == "iteration" else 1
+    s = Settings(granularity=granularity, iterations_per_task=ipt, a=A, b=B_, eta=ETA)
     sim = build_simulator(
         sc["cluster"],
         sc["jobs"],

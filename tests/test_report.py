@@ -240,7 +240,8 @@ def test_bar_chart_error_bars_are_the_ci(tmp_path: Path) -> None:
     # the error bar of the fifo bar spans the CI; sjf's single run has a zero-width one
     segs = ax.collections[0].get_segments()
     half = 4.302652729911275 * 10 / math.sqrt(3)
-    assert sorted(segs[0][:, 1]) == pytest.approx([20.0 - half, 20.0 + half])
+    # 20 − half < 0: a time's interval is clipped at 0 (issue #11)
+    assert sorted(segs[0][:, 1]) == pytest.approx([0.0, 20.0 + half])
     assert sorted(segs[1][:, 1]) == pytest.approx([5.0, 5.0])
 
 

@@ -165,13 +165,20 @@ def test_confidence_intervals_by_hand(tmp_path: Path, sweep_file: Path) -> None:
     # t_p = (2p − 1) / √(2p(1 − p)), so t(0.975, 2) = 0.95 / √0.04875 ≈ 4.3027; half = t·s/√3
     half = 0.95 / math.sqrt(2 * 0.975 * 0.025) / math.sqrt(3)
     assert float(row["avg_jct_mean"]) == pytest.approx(2.0)
-    assert float(row["avg_jct_ci_low"]) == pytest.approx(2.0 - half, rel=1e-12)
+    # 2 − half < 0: a time's interval is clipped to [0, ∞) (issue #11)
+    assert 2.0 - half < 0 and float(row["avg_jct_ci_low"]) == 0.0
     assert float(row["avg_jct_ci_high"]) == pytest.approx(2.0 + half, rel=1e-12)
     assert row["makespan_mean"] == row["makespan_ci_low"] == row["makespan_ci_high"] == "5"
     per_run = rows(out / "runs.csv")
     assert [r["avg_jct"] for r in per_run[:3]] == ["1", "2", "3"]
     assert [r["seed"] for r in per_run[:3]] == ["0", "1", "2"]
-    assert "| ada-srsf | ff | 3 | 2.0 [-0.5, 4.5] |" in (out / "summary.md").read_text()
+    md = (out / "summary.md").read_text()
+    assert "| ada-srsf | ff | 3 | 2.0 [0.0, 4.5] |" in md
+    head = (
+        "| policy | placement | runs | avg_jct (s) | p95_jct (s) | makespan (s) | avg_queueing (s)"
+    )
+    assert head + " | gpu_util (%) |" in md  # every column states its unit
+    assert "95 % Student-t interval, clipped to the metric's range" in md
 
 
 def test_map_keeps_input_order_and_reports_each_result() -> None:

@@ -20,8 +20,19 @@ from .perf.rar import DEGRADATIONS, RarModel, RarRate
 from .planning import PLANNER_NAMES, PlannerParams, PlanningError, PlanPolicy, make_planner
 from .policies.base import Policy
 from .policies.compose import with_placement
-from .policies.plugins import resolve_policy
-from .policies.registry import make_policy
+from .policies.plugins import PROFILE_POLICY_NAMES, resolve_policy
+from .policies.registry import PRESETS, make_policy
+from .settings_scope import (
+    DURATION,
+    ITERATION,
+    JOB_LEVEL,
+    PLANNER,
+    PROFILE,
+    RAR,
+    RunScope,
+    check_scope,
+    check_workload_scope,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .policy import SchedulingPolicy
@@ -198,7 +209,9 @@ def build_simulator(
     """Compose policy, executor and engine for one run (no I/O).
 
     ``policy``: a built-in name, a name given to ``register_policy``, ``MODULE:FACTORY`` /
-    ``FILE.py:FACTORY``, or a policy object (``ddlsched.policy``)."""
+    ``FILE.py:FACTORY``, or a policy object (``ddlsched.policy``). A setting with a
+    non-default value that this run would ignore, or ``placement`` with a policy that places
+    jobs itself, is an ``InputError`` (``settings_scope``)."""
     settings = settings or Settings()
     custom = resolve_policy(policy)
     if custom is not None and placement is not None:
@@ -206,6 +219,8 @@ def build_simulator(
             raise InputError("--placement applies only to composed policies", field="placement")
         custom = with_placement(custom, placement, settings.kappa)
     what = str(policy).lower() if custom is None else custom
+    if placement is not None and custom is None:
+        _check_placement_applies(jobs, what, placement)  # type: ignore[arg-type]
     if any(j.duration > 0 for j in jobs):
         return _build_duration(cluster, jobs, what, seed, settings, progress)
     if any(j.application for j in jobs):
@@ -216,6 +231,14 @@ def build_simulator(
         pol = custom if custom is not None else make_policy(str(policy), placement, settings.kappa)
     except KeyError as e:
         raise InputError(f"unknown {e.args[0]}; see `ddlsched list`") from None
+    kind = RAR if settings.model == "rar" else ITERATION
+    if settings.model != "rar" and settings.granularity != "iteration":
+        kind = JOB_LEVEL
+    builtin = None if custom is not None else str(policy).lower()
+    check_scope(
+        settings,
+        RunScope(kind, builtin, placement or (PRESETS[builtin].placement if builtin else None)),
+    )
     if settings.model == "rar":
         executor: TaskExecutor | JobExecutor = JobExecutor(
             RarRate(settings.rar, settings.time_slots)
@@ -241,6 +264,24 @@ def build_simulator(
     )
 
 
+def _check_placement_applies(jobs: Sequence[JobSpec], policy: str, placement: str) -> None:
+    """``--placement`` replaces the placement of an online policy on model jobs; planners and
+    the policies of application-profile and trace jobs place jobs themselves."""
+    if any(j.duration > 0 for j in jobs):
+        kind, own = DURATION, ("tiresias", "fifo", "sjf")
+    elif any(j.application for j in jobs):
+        kind, own = PROFILE, PROFILE_POLICY_NAMES
+    else:
+        kind, own = PLANNER, PLANNER_NAMES
+    if policy not in own:  # an online preset, or a name the builders reject on their own
+        return
+    raise InputError(
+        f"applies only to online policies on model jobs ({', '.join(PRESETS)} or a composed "
+        f"policy); this run: {kind}, policy {policy}, which places jobs itself",
+        field="placement",
+    )
+
+
 def _build_planned(
     cluster: Cluster,
     jobs: Sequence[JobSpec],
@@ -256,6 +297,7 @@ def _build_planned(
             source="--set",
             field="model",
         )
+    check_scope(settings, RunScope(PLANNER, name))
     pol = PlanPolicy(make_planner(name, settings.planner), settings.rar)
     try:
         return Simulator(
@@ -296,6 +338,16 @@ def _build_profiled(
         ),
     }
     pol = _make(makers, name, "application-profile jobs")
+    per_gpu = getattr(pol, "jobs_per_gpu", 1)  # sharing policies declare their degree
+    check_scope(
+        settings,
+        RunScope(
+            PROFILE,
+            name if isinstance(name, str) else None,
+            shares_gpus=per_gpu > 1,
+            rounds=settings.semantics == "rounds",
+        ),
+    )
     if settings.profiles:
         apps = load_applications(settings.profiles)
         where = settings.profiles
@@ -316,7 +368,6 @@ def _build_profiled(
         )
     if getattr(pol, "name", "") != "pollux":  # Pollux picks every batch itself
         _check_batches(jobs, apps, where)
-    per_gpu = getattr(pol, "jobs_per_gpu", 1)  # sharing policies declare their degree
     return Simulator(
         cluster,
         jobs,
@@ -409,6 +460,7 @@ def _build_duration(
             "trace (duration) jobs run in events semantics only", source="--set", field="semantics"
         )
     pol = _make(_job_level_policies(settings), name, "trace (duration) jobs")
+    check_scope(settings, RunScope(DURATION, name if isinstance(name, str) else None))
     return Simulator(
         cluster,
         jobs,
@@ -464,6 +516,8 @@ def simulate_named(
         gavel_throughputs=gavel_throughputs,
         gavel_gpu=gavel_gpu,
     )
+    if settings is not None:
+        check_workload_scope(settings, workload)
     validate_fits(jobs, cl, workload)
     check_simulable(jobs, workload)
     return simulate(

@@ -626,7 +626,7 @@ def _sweep_json(sweep: Sweep, runs: Sequence[SweepRun]) -> str:
 def aggregate(sweep: Sweep, runs: Sequence[SweepRun], root: Path) -> list[dict]:
     """Mean and 95 % t-interval of every metric per (policy, grid point), from the runs'
     ``summary.json`` files."""
-    from .experiments.runner import mean_ci
+    from .experiments.runner import mean_ci, metric_range
 
     groups: dict[tuple, list[dict]] = {}
     for r in runs:
@@ -636,7 +636,8 @@ def aggregate(sweep: Sweep, runs: Sequence[SweepRun], root: Path) -> list[dict]:
     for (policy, point), sums in groups.items():
         row: dict[str, object] = {"policy": policy, **dict(point), "runs": len(sums)}
         for m in METRICS:
-            mean, lo, hi = mean_ci([float(s.get(m, float("nan"))) for s in sums])
+            values = [float(s.get(m, float("nan"))) for s in sums]
+            mean, lo, hi = mean_ci(values, bounds=metric_range(m))
             row |= {f"{m}_mean": mean, f"{m}_ci_low": lo, f"{m}_ci_high": hi}
         table.append(row)
     return table
@@ -669,8 +670,15 @@ def write_summary(sweep: Sweep, runs: Sequence[SweepRun], root: Path) -> list[di
 
 def format_markdown(sweep: Sweep, table: Sequence[Mapping[str, object]]) -> str:
     """The summary as a markdown table: ``mean [95 % CI]`` per metric (GPU util in %)."""
+    from .experiments.runner import CI_NOTE
+
     keys = [k for k, _ in sweep.grid]
-    head = ["policy", *keys, "runs", *MD_METRICS]
+    head = [
+        "policy",
+        *keys,
+        "runs",
+        *(f"{m} ({'%' if m == 'gpu_util' else 's'})" for m in MD_METRICS),
+    ]
     lines = [
         f"# Sweep {Path(sweep.source).name}",
         "",
@@ -686,5 +694,5 @@ def format_markdown(sweep: Sweep, table: Sequence[Mapping[str, object]]) -> str:
                 f"{t[f'{m}_ci_high'] * f:.1f}]"  # type: ignore[operator]
             )
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "Mean over seeds, 95 % Student-t interval in brackets; GPU util in %.", ""]
+    lines += ["", f"Mean over seeds; in brackets the {CI_NOTE}; GPU util in %.", ""]
     return "\n".join(lines)

@@ -38,7 +38,7 @@ def bar_chart(exp, table: list[dict], out: Path, metric: str = "avg_jct", suffix
             range(len(rows)), paper, marker="_", s=600, color="black", zorder=3, label="paper"
         )
     ax.set_xticks(range(len(rows)), rows)
-    return _save(fig, ax, exp.name, metric, out, suffix)
+    return _save(fig, ax, exp, metric, out, suffix)
 
 
 def line_chart(
@@ -66,7 +66,7 @@ def line_chart(
     shown = list(xs)[::tick_every]
     ax.set_xticks(shown, [rows[i] for i in shown])
     ax.set_xlabel(xlabel)
-    return _save(fig, ax, exp.name, metric, out)
+    return _save(fig, ax, exp, metric, out)
 
 
 def series_chart(
@@ -88,12 +88,17 @@ def series_chart(
     labels = xticks if len(xticks) == len(variants) else variants
     ax.set_xticks(xs, labels)
     ax.set_xlabel(xlabel)
-    return _save(fig, ax, exp.name, metric, out)
+    return _save(fig, ax, exp, metric, out)
 
 
-def _save(fig, ax, name: str, metric: str, out: Path, suffix: str = "") -> Path:
-    """Label, title and legend, then write ``out/NAME[-SUFFIX].png`` atomically."""
-    ax.set_ylabel(metric.replace("_", " ") + (" (s)" if "jct" in metric else ""))
+def _save(fig, ax, exp, metric: str, out: Path, suffix: str = "") -> Path:
+    """Label (with the metric's unit), title and legend, then write ``out/NAME[-SUFFIX].png``
+    atomically."""
+    from .runner import metric_unit
+
+    unit = metric_unit(exp, metric)
+    ax.set_ylabel(metric.replace("_", " ") + (f" ({unit})" if unit else ""))
+    name = exp.name
     ax.set_title(name)
     ax.legend(fontsize=8)
     fig.tight_layout()

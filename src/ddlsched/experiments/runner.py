@@ -2,7 +2,8 @@
 
 An ``Experiment`` names a cluster, a workload generator, rows (policy + placement + settings, with
 the paper's numbers) and variants (e.g. exact vs coarse granularity). ``run_experiment`` runs
-rows × variants × seeds (in parallel processes), aggregates means with 95 % t-intervals, and
+rows × variants × seeds (in parallel processes), aggregates means with 95 % t-intervals (clipped
+to each metric's range: a time's never goes below 0), and
 writes ``table.csv``, ``table.md`` and, where the paper has a figure, a PNG.
 """
 
@@ -100,14 +101,77 @@ def run_task(task: Task) -> dict[str, float]:
     return res.summary
 
 
-def mean_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
-    """Mean and two-sided Student-t confidence interval (a single value has a zero-width one)."""
+#: summary metrics that are fractions in [0, 1] (besides every ``*_share``)
+FRACTION_METRICS = frozenset({"gpu_util"})
+#: summary metrics that cannot be negative besides the times (``is_time_metric``): counts,
+#: ratios of times
+NON_NEGATIVE_METRICS = frozenset(
+    {
+        "num_jobs",
+        "makespan_lower_bound",
+        "makespan_over_lb",
+        "plan_theta",
+        "plan_kappa",
+        "plan_horizon",
+        "plan_extended",
+        "preemptions",
+    }
+)
+CI_NOTE = "95 % Student-t interval, clipped to the metric's range"
+
+
+def metric_range(metric: str, scale: float = 1.0) -> tuple[float, float]:
+    """The values ``metric`` (times ``scale``) can take: [0, scale] for fractions, [0, ∞) for
+    times and counts, unbounded for anything else (e.g. a gap that may be negative)."""
+    if metric in FRACTION_METRICS or metric.endswith("_share"):
+        return 0.0, scale
+    if metric in NON_NEGATIVE_METRICS or is_time_metric(metric) or metric.startswith("num_"):
+        return 0.0, math.inf
+    return -math.inf, math.inf
+
+
+#: a factor in ``Experiment.units`` → the unit of a time scaled by it
+TIME_UNITS = {1.0: "s", 1 / 60: "min", 1 / 3600: "h"}
+
+
+def is_time_metric(metric: str) -> bool:
+    """Whether ``metric`` is a time (seconds in ``summary.json``)."""
+    return (
+        metric.endswith(("_jct", "_queueing", "makespan"))
+        or metric.startswith("avg_jct_")  # avg_jct_large, avg_jct_small
+        or metric == "makespan_lower_bound"
+    )
+
+
+def is_percent_metric(metric: str) -> bool:
+    """Whether tables show ``metric`` (a fraction) in %."""
+    return metric == "gpu_util" or metric.endswith("_share") or metric.startswith("gap_")
+
+
+def metric_unit(exp: Experiment, metric: str) -> str:
+    """The unit of ``metric``'s values in ``table.csv``: ``s``/``h`` for times (after
+    ``exp.units``), ``fraction`` for shares and utilisation, ``""`` for counts and ratios."""
+    if is_time_metric(metric):
+        f = exp.units.get(metric, 1.0)
+        return next((u for k, u in TIME_UNITS.items() if math.isclose(k, f)), f"{1 / f:g} s")
+    return "fraction" if is_percent_metric(metric) else ""
+
+
+def mean_ci(
+    values: Sequence[float],
+    level: float = 0.95,
+    bounds: tuple[float, float] = (-math.inf, math.inf),
+) -> tuple[float, float, float]:
+    """Mean and two-sided Student-t confidence interval (a single value has a zero-width one),
+    the interval clipped to ``bounds`` (``metric_range``: a time's interval never goes below 0,
+    a utilisation's never above 1)."""
     arr = np.asarray(values, dtype=float)
     m = float(arr.mean())
     if len(arr) < 2:
         return m, m, m
     half = float(stats.t.ppf(0.5 + level / 2, len(arr) - 1) * arr.std(ddof=1) / math.sqrt(len(arr)))
-    return m, m - half, m + half
+    lo, hi = bounds
+    return m, max(m - half, lo), min(m + half, hi)
 
 
 def run_experiment(
@@ -196,7 +260,7 @@ def table_row(
     note: str = "",
 ) -> dict:
     """One line of an experiment's table: our mean and 95 % CI of ``values`` beside ``paper``."""
-    m, lo, hi = mean_ci(values)
+    m, lo, hi = mean_ci(values, bounds=metric_range(metric))
     return {
         "experiment": exp.name,
         "variant": variant,
@@ -265,6 +329,12 @@ def _num(x: float) -> str:
     return f"{x:.6g}"
 
 
+def _header(exp: Experiment, metric: str) -> str:
+    """A column header with its unit, e.g. ``avg_jct (h)``, ``gpu_util (%)``."""
+    unit = "%" if is_percent_metric(metric) else metric_unit(exp, metric)
+    return f"{metric} ({unit})" if unit else metric
+
+
 def format_markdown(exp: Experiment, table: list[dict]) -> str:
     """One markdown table per variant: rows × metrics, ``ours [95 % CI] (paper)``."""
     lines = [f"# {exp.name}", "", exp.description, ""]
@@ -276,7 +346,7 @@ def format_markdown(exp: Experiment, table: list[dict]) -> str:
     for v in dict.fromkeys(t["variant"] for t in table):
         lines.append(f"## variant: {v}")
         lines.append("")
-        lines.append("| row | " + " | ".join(exp.metrics) + " |")
+        lines.append("| row | " + " | ".join(_header(exp, m) for m in exp.metrics) + " |")
         lines.append("|---|" + "---|" * len(exp.metrics))
         for row in exp.rows:
             cells = []
@@ -292,13 +362,7 @@ def format_markdown(exp: Experiment, table: list[dict]) -> str:
                 if t is None:
                     cells.append("")
                     continue
-                scale, unit = (
-                    (100.0, "%")
-                    if metric == "gpu_util"
-                    or metric.endswith("_share")
-                    or metric.startswith("gap_")
-                    else (1.0, "")
-                )
+                scale, unit = (100.0, "%") if is_percent_metric(metric) else (1.0, "")
                 cell = (
                     f"{t['ours_mean'] * scale:.1f}{unit} "
                     f"[{t['ours_ci_low'] * scale:.1f}, {t['ours_ci_high'] * scale:.1f}]"
@@ -308,7 +372,7 @@ def format_markdown(exp: Experiment, table: list[dict]) -> str:
                 cells.append(cell)
             lines.append(f"| {row.name} | " + " | ".join(cells) + " |")
         seeds = table[0]["seeds"] if table else 0
-        lines += ["", f"Mean over {seeds} seeds, 95 % t-interval in brackets.", ""]
+        lines += ["", f"Mean over {seeds} seeds; in brackets the {CI_NOTE}.", ""]
     return "\n".join(lines)
 
 
@@ -349,8 +413,12 @@ def write_table(exp: Experiment, table: list[dict], out: Path) -> list[Path]:
     """Write ``table.csv``, ``table.md`` and the experiment's figure into ``out``; returns the
     paths written."""
     out.mkdir(parents=True, exist_ok=True)
-    rows = [[_num(t[c]) if isinstance(t[c], float) else t[c] for c in TABLE_COLUMNS] for t in table]
-    atomic_write_text(out / "table.csv", csv_text(TABLE_COLUMNS, rows))
+    rows = [
+        [_num(t[c]) if isinstance(t[c], float) else t[c] for c in TABLE_COLUMNS]
+        + [metric_unit(exp, t["metric"])]
+        for t in table
+    ]
+    atomic_write_text(out / "table.csv", csv_text([*TABLE_COLUMNS, "unit"], rows))
     atomic_write_text(out / "table.md", format_markdown(exp, table))
     written = [out / "table.csv", out / "table.md"]
     if exp.plot is not None:

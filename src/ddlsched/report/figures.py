@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from ..core.results import atomic_write_bytes
-from ..experiments.runner import mean_ci
+from ..experiments.runner import mean_ci, metric_range
 from .intervals import (
     Intervals,
     contended_intervals,
@@ -308,7 +308,10 @@ def policy_bars(runs: Sequence[RunData], metrics: Sequence[str] = tuple(BAR_METR
     for ax, metric in zip(axes, metrics, strict=True):
         name, scale = BAR_METRICS.get(metric, (metric.replace("_", " "), 1.0))
         stats = [
-            mean_ci([scale * float(r.summary.get(metric, np.nan)) for r in grouped[g]])
+            mean_ci(
+                [scale * float(r.summary.get(metric, np.nan)) for r in grouped[g]],
+                bounds=metric_range(metric, scale),
+            )
             for g in labels
         ]
         means = [m for m, _, _ in stats]

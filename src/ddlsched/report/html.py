@@ -91,7 +91,8 @@ def build_report(runs: Sequence[RunData], title: str = "ddlsched report") -> str
         (
             "bars",
             policy_bars(runs),
-            "Summary metrics per group, error bars: 95 % confidence intervals across seeds.",
+            "Summary metrics per group, error bars: 95 % confidence intervals across seeds, "
+            "clipped to the metric's range (a time's never goes below 0).",
         ),
         ("jct-cdf", jct_cdf(runs), "Job completion time CDF (seeds of a group pooled)."),
         ("queue-cdf", queue_cdf(runs), "Queueing delay (first start − arrival) CDF."),
@@ -137,6 +138,13 @@ def _fmt_ci(values: list[float]) -> str:
     return f"{m:.1f} ± {(hi - lo) / 2:.1f}"
 
 
+def _fmt_count(counts: list[int]) -> str:
+    """A count per run: the integer when every run has the same, else mean ± half-width."""
+    if len(set(counts)) == 1:
+        return str(counts[0])
+    return _fmt_ci([float(c) for c in counts])
+
+
 def _group_table(grouped: dict[str, list[RunData]]) -> str:
     esc = html.escape
     head = "".join(f"<th>{esc(name)}</th>" for _, name, _ in _TABLE_METRICS)
@@ -146,7 +154,7 @@ def _group_table(grouped: dict[str, list[RunData]]) -> str:
             f"<td>{_fmt_ci([scale * float(r.summary.get(key, np.nan)) for r in rs])}</td>"
             for key, _, scale in _TABLE_METRICS
         )
-        jobs = _fmt_ci([float(len(r.jct)) for r in rs])
+        jobs = _fmt_count([len(r.jct) for r in rs])
         rows.append(f"<tr><td>{esc(label)}</td><td>{len(rs)}</td><td>{jobs}</td>{cells}</tr>")
     rows.append("</table>")
     return "\n".join(rows)

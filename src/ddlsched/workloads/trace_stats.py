@@ -31,7 +31,10 @@ def trace_stats(jobs: Sequence[JobSpec]) -> dict[str, Any]:
     ``span_s`` = last − first arrival; ``arrival_rate_per_hour`` = (jobs − 1) / span · 3600 (None
     for a zero span); ``gpus.histogram`` = jobs per GPU count; ``duration_s`` quantiles over the
     jobs with a duration (None if none); ``gpu_hours`` = Σ duration · GPUs / 3600;
-    ``models`` = the :data:`TOP_MODELS` most frequent application/model names."""
+    ``models`` = the :data:`TOP_MODELS` most frequent application/model names;
+    ``peak_gpu_demand`` = the most GPUs the jobs with a duration hold at once if each ran from
+    its arrival (None if none has a duration): on a cluster with at least that many GPUs no
+    job ever waits, so every queue order gives the same result."""
     n = len(jobs)
     if n == 0:
         raise ValueError("no jobs")
@@ -59,6 +62,7 @@ def trace_stats(jobs: Sequence[JobSpec]) -> dict[str, Any]:
         },
         "duration_s": None,
         "gpu_hours": None,
+        "peak_gpu_demand": None,
         "iterations": _summary(np.array(with_iters, dtype=float)) if with_iters else None,
         "models": dict(top),
         "distinct_models": len(names),
@@ -68,7 +72,20 @@ def trace_stats(jobs: Sequence[JobSpec]) -> dict[str, Any]:
         g = np.array([j.num_gpus for j in with_duration], dtype=float)
         stats["duration_s"] = _summary(d)
         stats["gpu_hours"] = float((d * g).sum() / 3600.0)
+        stats["peak_gpu_demand"] = peak_gpu_demand(with_duration)
     return stats
+
+
+def peak_gpu_demand(jobs: Sequence[JobSpec]) -> int:
+    """The most GPUs held at once if every job ran on ``[arrival, arrival + duration)`` from
+    its arrival (no queueing; a job ending at t frees its GPUs before one arriving at t)."""
+    starts = [(j.arrival, j.num_gpus) for j in jobs]
+    ends = [(j.arrival + j.duration, -j.num_gpus) for j in jobs]
+    held = peak = 0
+    for _, change in sorted(starts + ends):  # at equal times the ends (negative) come first
+        held += change
+        peak = max(peak, held)
+    return peak
 
 
 def _summary(values: np.ndarray) -> dict[str, float]:
@@ -119,6 +136,11 @@ def format_trace_stats(stats: dict[str, Any], title: str = "") -> str:
     if d is not None:
         lines.append(f"duration (s)  {d['jobs']:,} jobs: " + _quantile_line(d))
         lines.append(f"GPU time      {stats['gpu_hours']:,.1f} GPU-hours")
+        lines.append(
+            f"peak demand   {stats['peak_gpu_demand']:,} GPUs at once if no job waited "
+            "(on a cluster this large none queues: every queue order gives the same result; "
+            "--load-scale X packs arrivals X times closer)"
+        )
     else:
         lines.append("duration (s)  none (no job has a duration)")
     it = stats["iterations"]

@@ -1,0 +1,148 @@
+"""Where each ``--set`` setting has an effect, and the check that a setting given a non-default
+value has one in this run (``--placement ff --set kappa=2`` is an error, not a silently ignored
+κ). Default values always pass, so a recorded ``config.json`` with every setting re-runs.
+
+One table, ``SCOPES``: setting → (where it applies, in words; a predicate on the run's
+``RunScope``). ``check_scope`` is called by ``api.build_simulator`` once the job kind and the
+policy are known; ``check_workload_scope`` by ``api.simulate_named``, which knows the workload.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .api import Settings
+
+#: the kinds of run ``build_simulator`` composes
+ITERATION = "model jobs at iteration level"  # Wang's task DAG (TaskExecutor)
+JOB_LEVEL = "model jobs at job level"  # granularity=job (Wang's contention, fluid rates)
+RAR = "model jobs under the RAR model"  # model=rar with an online policy
+PLANNER = "model jobs under a planner"  # sjf-bco, yu-ff, yu-ls, yu-rand (RAR model)
+PROFILE = "application-profile jobs"  # Luo et al. / the Pollux artifact
+DURATION = "trace (duration) jobs"  # Philly, Gavel, … traces with measured durations
+
+ONLINE_MODEL = (ITERATION, JOB_LEVEL, RAR)
+
+
+@dataclass(frozen=True)
+class RunScope:
+    """What one run is: its job kind and, where they matter, policy and placement."""
+
+    kind: str
+    #: a built-in policy's name; None for a policy object, plugin or registered policy
+    policy: str | None = None
+    #: the placement an online model-job policy uses (its preset's or ``--placement``)
+    placement: str | None = None
+    #: whether the policy may put two jobs on one GPU (sharing policies)
+    shares_gpus: bool = False
+    #: ``semantics=rounds`` (the Pollux artifact's loop)
+    rounds: bool = False
+
+    def describe(self) -> str:
+        parts = [self.kind]
+        if self.policy:
+            parts.append(f"policy {self.policy}")
+        if self.placement:
+            parts.append(f"placement {self.placement}")
+        return ", ".join(parts)
+
+
+Rule = tuple[str, Callable[[RunScope], bool]]
+
+
+def _kinds(*kinds: str) -> Callable[[RunScope], bool]:
+    return lambda r: r.kind in kinds
+
+
+_WANG = "to model jobs with Wang's model (model=auto|wang, online policies)"
+_RAR = "to the RAR model (planners, or model=rar)"
+_PLANNERS = "to planners (sjf-bco, yu-ff, yu-ls, yu-rand)"
+_PROFILE = "to application-profile jobs"
+_SHARING = "to application-profile jobs under a GPU-sharing policy (sjf-ffs, sjf-bsbf)"
+
+#: setting → (where it applies, predicate: does it apply to this run?)
+SCOPES: dict[str, Rule] = {
+    "granularity": (_WANG, _kinds(ITERATION, JOB_LEVEL)),
+    "iterations_per_task": ("to model jobs at iteration level", _kinds(ITERATION)),
+    "shortcuts": ("to model jobs at iteration level", _kinds(ITERATION)),
+    "kappa": (
+        "with the lwf placement",  # κ of LWF-κ; lwf-K names κ itself
+        lambda r: r.kind in ONLINE_MODEL and (r.placement or "").lower() == "lwf",
+    ),
+    "a": (_WANG, _kinds(ITERATION, JOB_LEVEL)),
+    "b": (_WANG, _kinds(ITERATION, JOB_LEVEL)),
+    "eta": (_WANG, _kinds(ITERATION, JOB_LEVEL)),
+    "max_jobs_per_gpu": (
+        "to online policies on model jobs and to GPU-sharing policies (sjf-ffs, sjf-bsbf)",
+        lambda r: r.kind in ONLINE_MODEL or (r.kind == PROFILE and r.shares_gpus),
+    ),
+    "restart_delay": (
+        "to online policies on model jobs and to trace (duration) jobs "
+        "(application-profile jobs use rescale_delay)",
+        _kinds(*ONLINE_MODEL, DURATION),
+    ),
+    "model": ("to model jobs (online policies and planners)", _kinds(*ONLINE_MODEL, PLANNER)),
+    **{
+        k: (_RAR, _kinds(RAR, PLANNER))
+        for k in ("xi1", "xi2", "alpha", "reduction_speed", "rar_f", "time_slots")
+    },
+    "horizon": (_PLANNERS, _kinds(PLANNER)),
+    "u": (_PLANNERS, _kinds(PLANNER)),
+    "lam": ("with the sjf-bco planner (λ of its LBSGF)", lambda r: r.policy == "sjf-bco"),
+    "bco_kappa": ("with the sjf-bco planner", lambda r: r.policy == "sjf-bco"),
+    "estimate": (_PLANNERS, _kinds(PLANNER)),
+    "extend_horizon": (_PLANNERS, _kinds(PLANNER)),
+    "profiles": (_PROFILE, _kinds(PROFILE)),
+    "ground_truth": (_PROFILE, _kinds(PROFILE)),
+    "semantics": (_PROFILE, _kinds(PROFILE)),
+    "interval": (
+        "to the tiresias and pollux policies and to semantics=rounds",
+        lambda r: r.policy in ("tiresias", "pollux") or (r.kind == PROFILE and r.rounds),
+    ),
+    "rescale_delay": (_PROFILE, _kinds(PROFILE)),
+    "interference": (_SHARING, lambda r: r.kind == PROFILE and r.shares_gpus),
+    "interference_file": (_SHARING, lambda r: r.kind == PROFILE and r.shares_gpus),
+    "tiresias_thresholds": ("with the tiresias policy", lambda r: r.policy == "tiresias"),
+    "pollux_ncf_batch": ("with the pollux policy", lambda r: r.policy == "pollux"),
+    # checked by check_workload_scope (the workload, not the run, decides)
+    "philly": ("to the luo24 and luo24-N workload generators", lambda r: True),
+}
+
+
+def _non_default(settings: Settings) -> list[str]:
+    """The settings whose value differs from the default, in declaration order."""
+    return [f.name for f in fields(settings) if getattr(settings, f.name) != f.default]
+
+
+def check_scope(settings: Settings, run: RunScope) -> None:
+    """``InputError`` for the first setting with a non-default value that has no effect on
+    ``run``, naming where it applies and what this run is."""
+    for key in _non_default(settings):
+        where, applies = SCOPES[key]
+        if not applies(run):
+            raise InputError(
+                f"applies only {where} (this run: {run.describe()})", source="--set", field=key
+            )
+
+
+def is_luo24_generator(workload: str) -> bool:
+    """Whether ``workload`` names the ``luo24``/``luo24-N`` generator (what ``philly`` feeds)."""
+    named = re.fullmatch(r"luo24(-\d+)?", workload.lower()) is not None
+    return named and not Path(workload).is_file()
+
+
+def check_workload_scope(settings: Settings, workload: str) -> None:
+    """``philly`` only feeds the ``luo24`` generators: an error with any other workload."""
+    if settings.philly and not is_luo24_generator(workload):
+        raise InputError(
+            f"applies only {SCOPES['philly'][0]} (this run: workload {workload})",
+            source="--set",
+            field="philly",
+        )
