@@ -563,7 +563,8 @@ def _check_job(j: _Job, segs: list[_Seg], ctx: _Context, out: list[Violation]) -
                     *where,
                 )
             )
-        lo, hi = j.start, j.finish + slack
+        # the last segment's end is the rule "last-segment"
+        lo, hi = j.start, (j.finish if s is not last else math.inf)
         if (s.start < lo and not close(s.start, lo)) or (s.end > hi and not close(s.end, hi)):
             v(
                 Violation(
@@ -708,10 +709,11 @@ def held_fraction(segs: Sequence[_Seg], num_gpus: int, makespan: float) -> float
 
 def recompute_summary(jobs: Sequence[_Job]) -> dict[str, float]:
     """The jobs.csv part of ``summary.json``, computed as ``core.results.summarize`` does."""
-    jct = np.array([j.jct for j in jobs])
-    queue = np.array([j.queueing for j in jobs])
-    large = [j.jct for j in jobs if j.gpus > 4]
-    small = [j.jct for j in jobs if j.gpus <= 4]
+    # from finish/start − arrival, as the engine does (a wrong jct column is its own rule)
+    jct = np.array([j.finish - j.arrival for j in jobs])
+    queue = np.array([j.start - j.arrival for j in jobs])
+    large = [j.finish - j.arrival for j in jobs if j.gpus > 4]
+    small = [j.finish - j.arrival for j in jobs if j.gpus <= 4]
     return {
         "avg_jct": float(jct.mean()),
         "median_jct": float(np.median(jct)),
@@ -725,7 +727,11 @@ def recompute_summary(jobs: Sequence[_Job]) -> dict[str, float]:
 
 
 def _check_summary(
-    summary: Mapping, jobs: Sequence[_Job], segs: Sequence[_Seg], ctx: _Context, res: RunCheck
+    summary: Mapping,
+    jobs: Sequence[_Job],
+    segs: Sequence[_Seg] | None,
+    ctx: _Context,
+    res: RunCheck,
 ) -> None:
     v = res.violations.append
     name = "summary.json"
@@ -760,7 +766,7 @@ def _check_summary(
     if util is not None and not 0.0 <= util <= 1.0:
         v(Violation("gpu-util", f"gpu_util {_num(util)} outside [0, 1]", name))
     held = None
-    if ctx.cluster is not None:
+    if ctx.cluster is not None and segs is not None:
         held = held_fraction(segs, ctx.cluster.num_gpus, want["makespan"])  # type: ignore[attr-defined]
     recorded = summary.get("gpu_held")
     if recorded is not None:
@@ -845,7 +851,7 @@ def check_run(path: str | Path) -> RunCheck:
         if ctx.specs is None or ctx.cluster is None:
             res.notes.append("memory per GPU not checked (cluster or workload not loadable)")
     if summary is not None and jobs is not None:
-        _check_summary(summary, list(jobs.values()), segs or [], ctx, res)
+        _check_summary(summary, list(jobs.values()), segs, ctx, res)
     return res
 
 
