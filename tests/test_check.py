@@ -376,6 +376,44 @@ def test_each_rule(base: Path, edit, expected) -> None:
     assert violations(base) == expected
 
 
+def test_duplicate_job_and_a_segment_ending_before_it_starts(base: Path) -> None:
+    jobs, segs = rows(base, "jobs.csv"), rows(base, "segments.csv")
+    segs[3]["end"] = "99"  # job 3 runs 100–110
+    rewrite(base, jobs, segs, util=0.5)
+    with (base / "jobs.csv").open("a") as f:
+        f.write(",".join(jobs[0].values()) + "\n")
+    assert violations(base) == [
+        ("duplicate-job", "jobs.csv", 6),
+        ("last-segment", "segments.csv", 5),
+        ("segment-times", "segments.csv", 5),
+    ]
+
+
+HELD = 740 / 880  # the base run's GPU-seconds held (4·110 + 4·50 + 2·30 + 4·10) / (8 · 110)
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        ({"gpu_held": HELD}, []),
+        ({"gpu_held": 0.8}, ["gpu-held"]),
+        ({"gpu_util": 1.5}, ["gpu-util", "gpu-util"]),  # outside [0, 1], and above held
+        ({"gpu_util": -0.25}, ["gpu-util"]),
+        ({"num_jobs": 5}, ["summary"]),
+        ({"makespan": "110"}, ["summary"]),
+        ({"avg_jct_small": 1e999}, ["finite", "summary"]),
+        ({"planned_makespan": -1e999}, ["finite"]),
+    ],
+)
+def test_summary_rules(base: Path, change: dict, expected: list[str]) -> None:
+    s = json.loads((base / "summary.json").read_text())
+    assert s["gpu_util"] == pytest.approx(HELD)
+    s.update(change)
+    text = json.dumps(s).replace("Infinity", "1e999")  # JSON has no inf; 1e999 parses as inf
+    (base / "summary.json").write_text(text)
+    assert [v.rule for v in check_run(base).violations] == expected
+
+
 @pytest.mark.parametrize(
     "name, line, field",
     [("jobs.csv", 2, "gpus"), ("jobs.csv", 4, "finish"), ("segments.csv", 3, "start")],
@@ -512,3 +550,71 @@ def test_run_dirs_errors() -> None:
     with pytest.raises(InputError):
         check_paths(["/nonexistent/dir"])
     assert Violation("r", "m", "f", 3).format("D/") == "D/f:3: r: m"
+
+
+class OneGpuEach:
+    """A plugin policy that runs every job on one GPU (a resize it does not declare)."""
+
+    name = "one-gpu-each"
+
+    def attach(self, sim) -> None:
+        pass
+
+    def schedule(self, sim) -> None:
+        for job in list(sim.queue):
+            if sim.idle:
+                sim.start(job, [next(iter(sim.idle))], resize=True)
+
+
+def test_a_resizing_policy_is_recorded_elastic(tmp_path: Path) -> None:
+    from ddlsched.api import simulate
+    from ddlsched.core.cluster import Cluster
+    from ddlsched.core.results import write_result
+    from ddlsched.workloads.presets import load_workload
+
+    trace = tmp_path / "t.csv"
+    trace.write_text(BASE_TRACE)
+    res = simulate(Cluster.homogeneous(2, 4), load_workload(str(trace)), OneGpuEach())
+    assert res.summary["elastic"] is True and res.summary["max_jobs_per_gpu"] == 1
+    write_result(res, tmp_path / "r")
+    assert check_run(tmp_path / "r").ok  # no config.json: GPU counts within 1..size unchecked
+    s = json.loads((tmp_path / "r" / "summary.json").read_text())
+    s["elastic"] = False
+    (tmp_path / "r" / "summary.json").write_text(json.dumps(s))
+    assert {v.rule for v in check_run(tmp_path / "r").violations} == {"gpu-count"}
+
+
+def test_random_corruption_never_crashes(base: Path) -> None:
+    """Truncated, bit-flipped, shuffled or spliced files: violations, never an exception."""
+    import random
+
+    rng = random.Random(11)
+    originals = {
+        n: (base / n).read_bytes()
+        for n in ("config.json", "summary.json", "jobs.csv", "segments.csv")
+    }
+    digest(base)
+    originals["summary.json"] = (base / "summary.json").read_bytes()
+    caught = 0
+    for _ in range(160):
+        name = rng.choice(sorted(originals))
+        data = bytearray(originals[name])
+        op = rng.randrange(5)
+        i = rng.randrange(len(data))
+        if op == 0:
+            data = data[:i]
+        elif op == 1:
+            data[i] ^= 1 << rng.randrange(8)
+        elif op == 2:
+            data[i:i] = bytes([rng.choice(b',;:\n"-.e0129x{}[]\xff')])
+        elif op == 3:
+            lines = bytes(data).splitlines(keepends=True)
+            rng.shuffle(lines)
+            data = bytearray(b"".join(lines))
+        else:
+            data = data[:i] + data[i:] * 2
+        (base / name).write_bytes(bytes(data))
+        res = check_run(base)
+        caught += not res.ok
+        (base / name).write_bytes(originals[name])
+    assert caught >= 140  # nearly every change is caught (digests); none crashed

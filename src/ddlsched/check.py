@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from .core.results import JOB_COLUMNS, SEGMENT_COLUMNS
-from .errors import InputError
+from .errors import InputError, quote
 
 #: relative and absolute tolerance of every float comparison (the files hold repr floats, but
 #: derived numbers such as means are summed in another order)
@@ -122,6 +122,8 @@ class _Context:
 # ---------------------------------------------------------------------- helpers
 def close(a: float, b: float) -> bool:
     """Equal to float tolerance: ``|a − b| ≤ 1e-9·max(|a|, |b|) + 1e-9``."""
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return a == b
     return abs(a - b) <= REL * max(abs(a), abs(b)) + ABS
 
 
@@ -189,6 +191,8 @@ def _json(data: bytes, name: str, out: list[Violation]) -> object | None:
         out.append(Violation("malformed", f"invalid JSON: {e.msg}", name, e.lineno))
     except ValueError as e:  # NaN / Infinity
         out.append(Violation("finite", str(e), name))
+    except RecursionError:
+        out.append(Violation("malformed", "JSON nested too deeply", name))
     return None
 
 
@@ -337,7 +341,10 @@ def _digests(raw: Mapping[str, bytes | None], summary: Mapping, res: RunCheck) -
                 Violation("files-together", f"'files' lists no digest of {name}", "summary.json")
             )
     for name, digest in sorted(files.items()):
-        data = raw.get(name) if name in RUN_FILES else None
+        if name not in DIGESTED:
+            v.append(Violation("files-together", f"'files' lists {quote(name)}", "summary.json"))
+            continue
+        data = raw.get(name)
         if data is None:
             v.append(
                 Violation("files-together", f"{name} is listed in summary.json but absent", name)
@@ -409,14 +416,14 @@ def _load_context(cfg: dict, ctx: _Context, res: RunCheck) -> None:
 
     try:
         rc = config_from_record(cfg, source="config.json")
-    except (InputError, TypeError, ValueError) as e:
+    except Exception as e:  # noqa: BLE001 - any reason it cannot load is a note, not a crash
         res.notes.append(
             f"config.json is not a loadable config ({e}): GPUs, memory and the workload not checked"
         )
         return
     try:
         ctx.cluster = load_cluster(rc.cluster, rc.seed)  # type: ignore[arg-type]
-    except (InputError, OSError, ValueError) as e:
+    except Exception as e:  # noqa: BLE001
         res.notes.append(
             f"cluster {rc.cluster!r} not loadable ({e}): GPU ids, GPU counts and memory not checked"
         )
@@ -428,7 +435,7 @@ def _load_context(cfg: dict, ctx: _Context, res: RunCheck) -> None:
             **rc.workload_options(),  # type: ignore[arg-type]
         )
         ctx.specs = {s.job_id: s for s in specs}
-    except (InputError, OSError, ValueError) as e:
+    except Exception as e:  # noqa: BLE001
         res.notes.append(
             f"workload {rc.workload!r} not loadable ({e}): the jobs' arrivals, "
             "GPU counts and memory not checked"

@@ -145,7 +145,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     bad = 0
     for res in check_paths(args.dirs):
         for note in res.notes:
-            print(f"ddlsched: note: {res.path}: {note}", file=sys.stderr)
+            print(f"ddlsched: note: {res.path}: {' '.join(note.split())}", file=sys.stderr)
         for v in res.violations:
             print(v.format(res.path))
         if res.ok:
