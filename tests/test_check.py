@@ -176,6 +176,7 @@ def test_a_sweep_directory_checks_every_run(tmp_path: Path) -> None:
         "seeds = 1\n"
     )
     run_sweep(load_sweep(tmp_path / "s.toml"), tmp_path / "sw", workers=1)
+    (tmp_path / "sw" / "runs" / ".abc.tmp").mkdir()  # a writer's temporary directory: skipped
     checks = check_paths([tmp_path / "sw"])
     assert len(checks) == 2 and all(c.ok for c in checks)
 

@@ -153,7 +153,10 @@ def run_dirs(path: str | Path) -> list[Path]:
         raise InputError("not a directory (give a run or sweep output directory)", source=str(path))
     if is_sweep_dir(p):
         try:
-            runs = sorted(d for d in (p / "runs").iterdir() if d.is_dir())
+            # hidden entries are writers' temporary directories, not results
+            runs = sorted(
+                d for d in (p / "runs").iterdir() if d.is_dir() and not d.name.startswith(".")
+            )
         except OSError as e:
             raise InputError(f"cannot list: {e.strerror}", source=str(p / "runs")) from None
         if not runs:
@@ -372,7 +375,7 @@ def _digests(raw: Mapping[str, bytes | None], summary: Mapping, res: RunCheck) -
         )
 
 
-def _context(config: object, summary: Mapping, res: RunCheck) -> _Context:
+def _context(config: object, summary: Mapping | None, res: RunCheck) -> _Context:
     """The cluster, workload and limits of the run, as far as they can be recovered."""
     ctx = _Context()
     cfg = config if isinstance(config, dict) else {}
@@ -380,11 +383,18 @@ def _context(config: object, summary: Mapping, res: RunCheck) -> _Context:
     if settings.get("semantics") == "rounds":
         interval = settings.get("interval", 60.0)
         ctx.rounds_interval = float(interval) if isinstance(interval, int | float) else 60.0
+    known = summary is not None  # no summary: reported as missing, no notes about it
+    summary = summary or {}
     elastic = summary.get("elastic")
     if isinstance(elastic, bool):
         ctx.elastic = elastic
     else:
         ctx.elastic = cfg.get("policy") == "pollux"
+    if elastic is not None and not isinstance(elastic, bool):
+        res.violations.append(
+            Violation("malformed", f"'elastic' is {elastic!r}, not true/false", "summary.json")
+        )
+    elif elastic is None and known:
         res.notes.append(
             f"summary.json records no 'elastic' (an older run): taken as {ctx.elastic} "
             "from the policy name"
@@ -393,19 +403,18 @@ def _context(config: object, summary: Mapping, res: RunCheck) -> _Context:
     if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0:
         ctx.max_jobs_per_gpu = limit
     elif limit is None:
-        res.notes.append(
-            "summary.json records no 'max_jobs_per_gpu' (an older run): jobs per GPU not checked"
-        )
+        if known:
+            res.notes.append(
+                "summary.json records no 'max_jobs_per_gpu' (an older run): jobs per GPU not checked"
+            )
     else:
         res.violations.append(
             Violation(
                 "malformed", f"'max_jobs_per_gpu' is {limit!r}, not an integer ≥ 0", "summary.json"
             )
         )
-    if not cfg:
-        res.notes.append("no usable config.json: GPUs, memory and the workload not checked")
-        return ctx
-    _load_context(cfg, ctx, res)
+    if cfg:  # (absent or broken: noted or reported already)
+        _load_context(cfg, ctx, res)
     return ctx
 
 
@@ -823,7 +832,7 @@ def check_run(path: str | Path) -> RunCheck:
     summary = summary if isinstance(summary, dict) else None
     if summary is not None:
         _digests(raw, summary, res)
-    ctx = _context(config, summary or {}, res)
+    ctx = _context(config, summary, res)
 
     job_rows = _rows(raw["jobs.csv"], "jobs.csv", JOB_COLUMNS, v) if raw["jobs.csv"] else None
     seg_rows = (
