@@ -629,3 +629,11 @@ def test_random_corruption_never_crashes(base: Path) -> None:
         caught += not res.ok
         (base / name).write_bytes(originals[name])
     assert caught >= 140  # nearly every change is caught (digests); none crashed
+
+
+@pytest.mark.parametrize("name", ["config.json", "summary.json", "jobs.csv", "segments.csv"])
+@pytest.mark.parametrize("content", ["", "null", "[" * 5000 + "]" * 5000])
+def test_empty_null_or_deep_files(base: Path, name: str, content: str) -> None:
+    (base / name).write_text(content)
+    res = check_run(base)
+    assert any(v.file == name and v.rule in ("malformed", "columns") for v in res.violations)

@@ -145,12 +145,19 @@ def is_sweep_dir(path: Path) -> bool:
 
 def run_dirs(path: str | Path) -> list[Path]:
     """The run directories ``path`` names: itself, or every ``runs/<key>/`` of a sweep.
-    ``InputError`` when it is neither (or does not exist)."""
-    p = Path(path)
+    ``InputError`` when it is neither, does not exist or cannot be read."""
+    try:
+        return _run_dirs(Path(path))
+    except OSError as e:  # e.g. a directory without permission
+        raise InputError(f"cannot read: {e.strerror or e}", source=str(path)) from None
+
+
+def _run_dirs(p: Path) -> list[Path]:
+    path = str(p)
     if not p.exists():
-        raise InputError("no such directory", source=str(path))
+        raise InputError("no such directory", source=path)
     if not p.is_dir():
-        raise InputError("not a directory (give a run or sweep output directory)", source=str(path))
+        raise InputError("not a directory (give a run or sweep output directory)", source=path)
     if is_sweep_dir(p):
         try:
             # hidden entries are writers' temporary directories, not results
@@ -160,13 +167,13 @@ def run_dirs(path: str | Path) -> list[Path]:
         except OSError as e:
             raise InputError(f"cannot list: {e.strerror}", source=str(p / "runs")) from None
         if not runs:
-            raise InputError("sweep directory without runs (runs/ is empty)", source=str(path))
+            raise InputError("sweep directory without runs (runs/ is empty)", source=path)
         return runs
     if not any((p / f).exists() for f in RUN_FILES):
         raise InputError(
             "not a run directory (no config.json, summary.json, jobs.csv or segments.csv) "
             "and not a sweep directory (no runs/)",
-            source=str(path),
+            source=path,
         )
     return [p]
 
@@ -185,7 +192,12 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def _json(data: bytes, name: str, out: list[Violation]) -> object | None:
+#: what ``_json`` returns for a file that does not parse (reported already)
+BROKEN = object()
+
+
+def _json(data: bytes, name: str, out: list[Violation]) -> object:
+    """The parsed JSON value, or ``BROKEN`` after reporting why it does not parse."""
     try:
         return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError as e:
@@ -196,6 +208,15 @@ def _json(data: bytes, name: str, out: list[Violation]) -> object | None:
         out.append(Violation("finite", str(e), name))
     except RecursionError:
         out.append(Violation("malformed", "JSON nested too deeply", name))
+    return BROKEN
+
+
+def _object(value: object, name: str, out: list[Violation]) -> dict | None:
+    """``value`` if it is a JSON object; else None (reported unless it did not parse)."""
+    if isinstance(value, dict):
+        return value
+    if value is not BROKEN:
+        out.append(Violation("malformed", f"not a JSON object but {type(value).__name__}", name))
     return None
 
 
@@ -820,26 +841,22 @@ def check_run(path: str | Path) -> RunCheck:
     for name in ("summary.json", "jobs.csv", "segments.csv"):
         if raw[name] is None:
             v.append(Violation("missing-file", "absent: an incomplete or interrupted run", name))
-    config = _json(raw["config.json"], "config.json", v) if raw["config.json"] else None
-    if raw["config.json"] is not None and config is not None and not isinstance(config, dict):
-        v.append(Violation("malformed", "not a JSON object", "config.json"))
-        config = None
+    config = summary = None
     if raw["config.json"] is None:
         res.notes.append("no config.json (library output?): GPUs, memory and workload not checked")
-    summary: object = _json(raw["summary.json"], "summary.json", v) if raw["summary.json"] else None
-    if raw["summary.json"] is not None and summary is not None and not isinstance(summary, dict):
-        v.append(Violation("malformed", "not a JSON object", "summary.json"))
-    summary = summary if isinstance(summary, dict) else None
+    else:
+        config = _object(_json(raw["config.json"], "config.json", v), "config.json", v)
+    if raw["summary.json"] is not None:
+        summary = _object(_json(raw["summary.json"], "summary.json", v), "summary.json", v)
     if summary is not None:
         _digests(raw, summary, res)
     ctx = _context(config, summary, res)
 
-    job_rows = _rows(raw["jobs.csv"], "jobs.csv", JOB_COLUMNS, v) if raw["jobs.csv"] else None
-    seg_rows = (
-        _rows(raw["segments.csv"], "segments.csv", SEGMENT_COLUMNS, v)
-        if raw["segments.csv"]
-        else None
-    )
+    job_rows = seg_rows = None
+    if raw["jobs.csv"] is not None:
+        job_rows = _rows(raw["jobs.csv"], "jobs.csv", JOB_COLUMNS, v)
+    if raw["segments.csv"] is not None:
+        seg_rows = _rows(raw["segments.csv"], "segments.csv", SEGMENT_COLUMNS, v)
     jobs = _parse_jobs(job_rows, v) if job_rows is not None else None
     segs = _parse_segments(seg_rows, v) if seg_rows is not None else None
     res.num_jobs = len(jobs or {})
