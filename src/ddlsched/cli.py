@@ -170,6 +170,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from .check import check_paths
+
+    bad = 0
+    for res in check_paths(args.dirs):
+        for note in res.notes:
+            print(f"ddlsched: note: {res.path}: {' '.join(note.split())}", file=sys.stderr)
+        for v in res.violations:
+            print(v.format(res.path))
+        if res.ok:
+            print(f"ok: {res.path} ({res.num_jobs} jobs, {res.num_segments} segments)")
+        bad += not res.ok
+    return 1 if bad else 0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from .core.cluster_io import CLUSTER_PRESETS
     from .experiments import EXPERIMENTS
@@ -375,6 +390,14 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", required=True, help="HTML file to write, e.g. report.html")
     rep.add_argument("--title", default="ddlsched report", help="report title")
     rep.set_defaults(func=cmd_report)
+
+    ck = sub.add_parser(
+        "check", help="prove result directories are valid schedules (one line per violation)"
+    )
+    ck.add_argument(
+        "dirs", nargs="+", metavar="DIR", help="run directories or sweep outputs (each runs/<key>/)"
+    )
+    ck.set_defaults(func=cmd_check)
 
     tr = sub.add_parser("trace", help="job traces: distribution (stats), conversion (convert)")
     trs = tr.add_subparsers(dest="trace_command", required=True, metavar="SUBCOMMAND")

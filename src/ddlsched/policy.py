@@ -53,6 +53,8 @@ class SchedulingPolicy(Protocol):
     - ``gate: CommGate | None`` — all-reduce gate of the iteration-level executor (jobs with a
       model profile, ``granularity=iteration``);
     - ``jobs_per_gpu: int`` — GPU sharing degree for application-profile jobs (default 1);
+    - ``elastic: bool`` — the policy starts jobs on another GPU count than they asked for
+      (``sim.start(job, gpus, resize=True)``, as Pollux does); recorded in ``summary.json``;
     - ``summary_extras(sim) -> dict`` — extra keys for ``summary.json``.
 
     What a policy may use of ``sim`` (stable): ``now``, ``cluster``, ``jobs``, ``queue``

@@ -120,6 +120,7 @@ class Simulator:
         self._epoch = 0  # bumped whenever a job starts or leaves GPUs
         self._loads: list[float] = []
         self._loads_key: tuple[float, int] | None = None
+        self._resized = False  # a job was started on another GPU count than it asked for
         executor.attach(self)
         policy.attach(self)
 
@@ -178,6 +179,7 @@ class Simulator:
                 self.idle.take(g)
             self.residents[g].append(job)
         self.queue.remove(job)
+        self._resized |= len(gpus) != job.num_gpus
         job.status = RUNNING
         job.gpus = gpus
         job.servers = self.cluster.servers_of(gpus)
@@ -284,6 +286,10 @@ class Simulator:
                 f"(first: {unfinished[:5]}); a job may never fit"
             )
         res = build_result(self.cluster, self.jobs, self.executor.busy_gpu_seconds())
+        # what the run allowed, for `ddlsched check`: jobs per GPU (0 = memory only) and
+        # whether jobs may run on another GPU count than they asked for
+        res.summary["max_jobs_per_gpu"] = int(self.max_jobs_per_gpu or 0)
+        res.summary["elastic"] = bool(getattr(self.policy, "elastic", False) or self._resized)
         extras = getattr(self.policy, "summary_extras", None)
         if extras is not None:
             res.summary.update(extras(self))

@@ -45,6 +45,8 @@ class Pollux:
     #: NCF's fixed total batch on one replica (artifact quirk); 0: NCF is elastic too
     ncf_batch: int = NCF_BATCH
     gate = None
+    #: resizes jobs (``sim.start(..., resize=True)``); recorded as ``elastic`` in summary.json
+    elastic = True
     #: a list to append every round's RoundProblem to (offline comparison of searches)
     record: list[RoundProblem] | None = None
     _models: dict[int, JobGoodput] = field(default_factory=dict, init=False, repr=False)
