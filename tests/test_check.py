@@ -134,7 +134,9 @@ def test_planners(tmp_path: Path, policy: str) -> None:
 @pytest.mark.parametrize("semantics", ("events", "rounds"))
 @pytest.mark.parametrize("policy", ("fifo", "sjf", "tiresias", "sjf-ffs", "sjf-bsbf", "pollux"))
 def test_application_profile_policies(tmp_path: Path, policy: str, semantics: str) -> None:
-    settings = {"semantics": semantics, "tiresias_thresholds": "0.05"}
+    settings = {"semantics": semantics}
+    if policy == "tiresias":
+        settings["tiresias_thresholds"] = "0.05"  # a low threshold so that it preempts
     for name, jobs, scale in (("light", 8, 1.0), ("heavy", 24, 20.0)):
         d = run(
             tmp_path / name,
@@ -157,7 +159,9 @@ def test_application_profile_policies(tmp_path: Path, policy: str, semantics: st
 
 @pytest.mark.parametrize("policy", ("fifo", "sjf", "tiresias"))
 def test_trace_policies(tmp_path: Path, policy: str) -> None:
-    settings = {"tiresias_thresholds": "0.01", "restart_delay": "5"}
+    settings = {"restart_delay": "5"}
+    if policy == "tiresias":
+        settings["tiresias_thresholds"] = "0.01"  # a low threshold so that it preempts
     for name, n, gap in (("light", 6, 200.0), ("heavy", 20, 1.0)):
         trace = duration_trace(tmp_path / f"{name}.csv", n, gap)
         d = run(tmp_path / name, settings, cluster="tiny", workload=str(trace), policy=policy)
