@@ -20,10 +20,11 @@ from .perf.rar import DEGRADATIONS, RarModel, RarRate
 from .planning import PLANNER_NAMES, PlannerParams, PlanningError, PlanPolicy, make_planner
 from .policies.base import Policy
 from .policies.compose import with_placement
-from .policies.plugins import resolve_policy
-from .policies.registry import make_policy
+from .policies.plugins import resolve_user_policy
+from .policies.registry import PRESETS, make_policy
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .policies.plugins import PolicyOrigin
     from .policy import SchedulingPolicy
 
 
@@ -65,6 +66,7 @@ class Settings:
     interference: float = 1.5  # ξ: slowdown of both jobs while two share a GPU (Luo Eq. 5–6)
     interference_file: str = ""  # CSV app,other,xi: per-pair ξ (others use `interference`)
     tiresias_thresholds: str = "16"  # GPU-hours between Tiresias queues, comma-separated
+    backfill: bool = True  # fifo/sjf: a job that does not fit is skipped (false: it blocks)
     pollux_ncf_batch: int = 32768  # Pollux artifact quirk: NCF on 1 replica at this batch; 0: off
     philly: str = ""  # Philly trace the luo24 generators sample from (built-in stand-ins if "")
 
@@ -200,18 +202,20 @@ def build_simulator(
     ``policy``: a built-in name, a name given to ``register_policy``, ``MODULE:FACTORY`` /
     ``FILE.py:FACTORY``, or a policy object (``ddlsched.policy``)."""
     settings = settings or Settings()
-    custom = resolve_policy(policy)
+    custom, origin = resolve_user_policy(policy) or (None, None)
     if custom is not None and placement is not None:
         if not isinstance(custom, Policy):
             raise InputError("--placement applies only to composed policies", field="placement")
         custom = with_placement(custom, placement, settings.kappa)
     what = str(policy).lower() if custom is None else custom
     if any(j.duration > 0 for j in jobs):
-        return _build_duration(cluster, jobs, what, seed, settings, progress)
+        return _build_duration(cluster, jobs, what, seed, settings, progress, origin)
     if any(j.application for j in jobs):
-        return _build_profiled(cluster, jobs, what, seed, settings, progress)
+        return _build_profiled(cluster, jobs, what, seed, settings, progress, origin)
     if isinstance(what, str) and what in PLANNER_NAMES:
         return _build_planned(cluster, jobs, what, seed, settings, progress)
+    if custom is None and str(policy).lower() not in PRESETS:
+        raise PolicyKindError(str(policy), MODEL_JOBS)
     try:
         pol = custom if custom is not None else make_policy(str(policy), placement, settings.kappa)
     except KeyError as e:
@@ -238,7 +242,54 @@ def build_simulator(
         max_jobs_per_gpu=settings.max_jobs_per_gpu or None,
         restart_delay=settings.restart_delay,
         progress=progress,
+        policy_origin=origin,
+        builtin_policy=custom is None,
     )
+
+
+#: the job kinds of a workload, as messages name them
+MODEL_JOBS = "model jobs (Wang/Yu)"
+PROFILE_JOBS = "application-profile jobs"
+TRACE_JOBS = "trace (duration) jobs"
+
+
+def policies_for(kind: str) -> list[str]:
+    """The built-in ``--policy`` names that run jobs of ``kind``."""
+    if kind == MODEL_JOBS:
+        return [*PRESETS, *PLANNER_NAMES]
+    job_level = ["tiresias", "fifo", "sjf"]
+    return job_level if kind == TRACE_JOBS else [*job_level, "sjf-ffs", "sjf-bsbf", "pollux"]
+
+
+class PolicyKindError(InputError):
+    """A built-in policy that does not run this workload's kind of jobs, or an unknown name:
+    says which kinds the policy runs on and which policies run the workload."""
+
+    def __init__(self, name: str, kind: str, workload: str | None = None) -> None:
+        self.name, self.kind, self.workload = name, kind, workload
+        key = name.lower()
+        kinds = [k for k in (MODEL_JOBS, PROFILE_JOBS, TRACE_JOBS) if key in policies_for(k)]
+        which = f"workload {workload}" if workload else "this workload"
+        if not kinds:
+            known = {n for k in (MODEL_JOBS, PROFILE_JOBS, TRACE_JOBS) for n in policies_for(k)}
+            text = (
+                f"unknown policy '{name}'{suggest(key, sorted(known))}; policies for the "
+                f"{kind} of {which}: {', '.join(policies_for(kind))}; see `ddlsched list`"
+            )
+        else:
+            runs = " and ".join(k.replace(" jobs", "") for k in kinds) + " jobs"
+            text = (
+                f"policy '{name}' cannot run {kind}, which {which} has: it runs on {runs}; "
+                f"policies for {kind}: {', '.join(policies_for(kind))}"
+            )
+        super().__init__(text, field="policy")
+
+    def __reduce__(self) -> tuple:
+        return (PolicyKindError, (self.name, self.kind, self.workload))
+
+    def for_workload(self, workload: str) -> PolicyKindError:
+        """The same error naming ``workload``."""
+        return PolicyKindError(self.name, self.kind, workload)
 
 
 def _build_planned(
@@ -266,6 +317,7 @@ def _build_planned(
             seed=seed,
             max_jobs_per_gpu=1,
             progress=progress,
+            builtin_policy=True,
         )
     except PlanningError as e:
         raise InputError(str(e), source="--set", field="horizon") from None
@@ -278,6 +330,7 @@ def _build_profiled(
     seed: int,
     settings: Settings,
     progress: Callable[[int, int], None] | None,
+    origin: PolicyOrigin | None = None,
 ) -> Simulator:
     """Application-profile jobs (Luo et al.): profile executor + a profile policy."""
     from .core.profileexec import ProfileExecutor
@@ -295,7 +348,7 @@ def _build_profiled(
             ncf_batch=settings.pollux_ncf_batch,
         ),
     }
-    pol = _make(makers, name, "application-profile jobs")
+    pol = _make(makers, name, PROFILE_JOBS)
     if settings.profiles:
         apps = load_applications(settings.profiles)
         where = settings.profiles
@@ -336,6 +389,8 @@ def _build_profiled(
         progress=progress,
         semantics=settings.semantics,
         round_interval=settings.interval,
+        policy_origin=origin,
+        builtin_policy=isinstance(name, str),
     )
 
 
@@ -364,9 +419,7 @@ def _make(makers: Mapping[str, Callable[[], object]], name: object, kind: str) -
     if not isinstance(name, str):
         return name
     if name not in makers:
-        raise InputError(
-            f"policy '{name}' cannot run {kind}; available: " + ", ".join(makers), field="policy"
-        )
+        raise PolicyKindError(name, kind)
     return makers[name]()
 
 
@@ -380,8 +433,10 @@ def _job_level_policies(settings: Settings) -> dict[str, Callable[[], object]]:
             thresholds=tuple(h * 3600.0 for h in settings.tiresias_thresholds_hours),
             interval=settings.interval,
         ),
-        "fifo": lambda: Exclusive("fifo", order="fifo", placement="least-busy"),
-        "sjf": lambda: Exclusive("sjf", order="sjf"),
+        "fifo": lambda: Exclusive(
+            "fifo", order="fifo", placement="least-busy", backfill=settings.backfill
+        ),
+        "sjf": lambda: Exclusive("sjf", order="sjf", backfill=settings.backfill),
     }
 
 
@@ -392,6 +447,7 @@ def _build_duration(
     seed: int,
     settings: Settings,
     progress: Callable[[int, int], None] | None,
+    origin: PolicyOrigin | None = None,
 ) -> Simulator:
     """Trace jobs with a measured duration (Philly …): duration executor + a job-level policy;
     exclusive GPUs, ``restart_delay`` after every preemption."""
@@ -408,7 +464,7 @@ def _build_duration(
         raise InputError(
             "trace (duration) jobs run in events semantics only", source="--set", field="semantics"
         )
-    pol = _make(_job_level_policies(settings), name, "trace (duration) jobs")
+    pol = _make(_job_level_policies(settings), name, TRACE_JOBS)
     return Simulator(
         cluster,
         jobs,
@@ -418,6 +474,8 @@ def _build_duration(
         max_jobs_per_gpu=1,
         restart_delay=settings.restart_delay,
         progress=progress,
+        policy_origin=origin,
+        builtin_policy=isinstance(name, str),
     )
 
 
@@ -466,9 +524,12 @@ def simulate_named(
     )
     validate_fits(jobs, cl, workload)
     check_simulable(jobs, workload)
-    return simulate(
-        cl, jobs, policy, placement=placement, seed=seed, settings=settings, progress=progress
-    )
+    try:
+        return simulate(
+            cl, jobs, policy, placement=placement, seed=seed, settings=settings, progress=progress
+        )
+    except PolicyKindError as e:
+        raise e.for_workload(workload) from None
 
 
 def simulate(
