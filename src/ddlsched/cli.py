@@ -252,6 +252,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Simulate and reproduce schedulers for distributed deep-learning jobs.",
     )
     p.add_argument("--version", action="version", version=f"ddlsched {__version__}")
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help="on an error, print the traceback (with its cause) before the one-line message",
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     r = sub.add_parser("run", help="simulate one workload on one cluster under one policy")
@@ -346,6 +351,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except InputError as e:
+        if args.debug:
+            import traceback
+
+            traceback.print_exc()
         print(f"ddlsched: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -189,8 +189,10 @@ class Simulator:
         """Raise ``ScheduleError`` naming the job and the rule if ``job`` may not start on
         ``gpus``: it must be waiting, the GPUs existing ids, distinct, as many as it asked
         (unless ``resize``) and each must fit it (sharing degree, memory)."""
-        jid = getattr(job, "job_id", job)
-        status = getattr(job, "status", None)
+        if not isinstance(job, JobState):
+            raise ScheduleError(f"start needs a job of sim.queue, got {type(job).__name__}")
+        jid = job.job_id
+        status = job.status
         if status != QUEUED:
             raise ScheduleError(f"job {jid} cannot start: it is not waiting (it is {status})")
         n = self.cluster.num_gpus
@@ -253,10 +255,11 @@ class Simulator:
     def preempt(self, job: JobState) -> None:
         """Stop a running job, keep its progress, put it back in the queue (``ScheduleError``
         if it is not running)."""
-        if self.running.get(getattr(job, "job_id", None)) is not job:
+        if not isinstance(job, JobState):
+            raise ScheduleError(f"preempt needs a running job, got {type(job).__name__}")
+        if self.running.get(job.job_id) is not job:
             raise ScheduleError(
-                f"job {getattr(job, 'job_id', job)} cannot be preempted: it is not running "
-                f"(it is {getattr(job, 'status', None)})"
+                f"job {job.job_id} cannot be preempted: it is not running (it is {job.status})"
             )
         self.executor.stop(job)
         self._release(job)

@@ -58,14 +58,14 @@ class PolicyOrigin:
             return PolicyError(
                 f"syntax error: {exc.msg}", source=self.label, line=exc.lineno or line
             )
+        where = "on import" if during == "import" else f"in {during}"
         if isinstance(exc, SystemExit):
-            what = f"called sys.exit({exc.code!r})"
+            what = f"called sys.exit({exc.code!r}) {where}"
         else:
             text = str(exc).strip().splitlines()
             detail = f": {text[0]}{' …' if len(text) > 1 else ''}" if text else ""
-            what = f"raised {type(exc).__name__}{detail}"
-        where = "on import" if during == "import" else f"in {during}"
-        return PolicyError(f"policy {what} {where}", source=self.label, line=line)
+            what = f"raised {type(exc).__name__} {where}{detail}"
+        return PolicyError(f"policy {what}", source=self.label, line=line)
 
 
 def origin_of(spec: str) -> PolicyOrigin:
@@ -78,8 +78,11 @@ def origin_of(spec: str) -> PolicyOrigin:
         path = getattr(mod, "__file__", None)
         return PolicyOrigin(f"module {where}", str(Path(path).resolve()) if path else None)
     reg = _REGISTRY.get(spec.lower())
-    code = getattr(getattr(reg, "factory", None), "__code__", None)
-    return PolicyOrigin(f"policy '{spec}'", code.co_filename if code is not None else None)
+    try:
+        path = inspect.getsourcefile(reg.factory) if reg is not None else None
+    except TypeError:  # a builtin or a callable object without a source file
+        path = None
+    return PolicyOrigin(f"policy '{spec}'", str(Path(path).resolve()) if path else None)
 
 
 _REGISTRY: dict[str, Registered] = {}
