@@ -139,12 +139,22 @@ def test_a_file_that_does_not_give_a_policy(tmp_path, body, parts):
     assert_one_line(r, out, str(p), *parts)
 
 
-def test_a_module_that_fails_on_import(tmp_path):
-    (tmp_path / "badmod.py").write_text("import nonexistent_thing_xyz\n")
+@pytest.mark.parametrize(
+    ("body", "parts"),
+    [
+        ("x = 1\nraise ValueError('boom')\n", ["line 2: policy raised ValueError on import: boom"]),
+        (
+            "import nonexistent_thing_xyz\n",
+            ["line 1: policy raised ModuleNotFoundError on import: No module named"],
+        ),
+    ],
+)
+def test_a_module_that_fails_on_import(tmp_path, body, parts):
+    (tmp_path / "badmod.py").write_text(body)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
     r, out = ddl(tmp_path, "badmod:make", env=env)
-    assert_one_line(r, out, "badmod")
+    assert_one_line(r, out, "module badmod", *parts)
 
 
 # ------------------------------------------------------------------ hooks that raise

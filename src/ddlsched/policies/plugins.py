@@ -183,7 +183,11 @@ def load_factory(spec: str) -> Any:
         try:
             mod = importlib.import_module(where)
         except ModuleNotFoundError as e:
-            raise InputError(f"cannot import module {where!r}: {e}", field="policy") from None
+            if e.name is not None and (where == e.name or where.startswith(f"{e.name}.")):
+                raise InputError(f"cannot import module {where!r}: {e}", field="policy") from None
+            frames = traceback.extract_tb(e.__traceback__)
+            origin = PolicyOrigin(f"module {where}", frames[-1].filename if frames else None)
+            raise origin.error(e, "import") from e
         except (Exception, SystemExit) as e:
             path = getattr(e, "filename", None) if isinstance(e, SyntaxError) else None
             origin = PolicyOrigin(f"module {where}", path)
