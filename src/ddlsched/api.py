@@ -369,6 +369,14 @@ def _build_profiled(
         )
     if getattr(pol, "name", "") != "pollux":  # Pollux picks every batch itself
         _check_batches(jobs, apps, where)
+    elif settings.pollux_ncf_batch and any(j.application == "ncf" for j in jobs):
+        problem = _batch_problem(apps["ncf"], 1, settings.pollux_ncf_batch, where)
+        if problem:
+            raise InputError(
+                f"NCF's fixed batch under pollux: {problem}",
+                source="--set",
+                field="pollux_ncf_batch",
+            )
     per_gpu = getattr(pol, "jobs_per_gpu", 1)  # sharing policies declare their degree
     return Simulator(
         cluster,
@@ -394,22 +402,30 @@ def _build_profiled(
     )
 
 
+def _batch_problem(app: object, replicas: int, batch: int, where: str) -> str | None:
+    """Why ``batch`` on ``replicas`` GPUs cannot run ``app`` (None if it can): its micro-batch
+    must lie inside the application's measured range (step times outside it are unknown)."""
+    try:
+        cfg = app.batch_config(replicas, batch)  # type: ignore[attr-defined]
+    except ValueError as e:
+        return str(e).removeprefix(f"{app.name}: ")  # type: ignore[attr-defined]
+    lo, hi = app.min_local, app.max_local  # type: ignore[attr-defined]
+    if not lo <= cfg.a <= hi:
+        return (
+            f"batch {batch} on {replicas} GPU(s) gives a local batch of {cfg.a}, outside the "
+            f"range [{lo}, {hi}] measured in {where}"
+        )
+    return None
+
+
 def _check_batches(jobs: Sequence[JobSpec], apps: Mapping[str, object], where: str) -> None:
     """Every job's requested batch must give a micro-batch inside its application's measured
     range: step times outside it are not in the profiles (a clear error, not a traceback)."""
     for j in jobs:
-        app = apps[j.application]
-        try:
-            cfg = app.batch_config(j.num_gpus, j.batch_size)  # type: ignore[attr-defined]
-        except ValueError as e:
-            raise InputError(f"job {j.job_id}: {e}", field="batch_size") from None
-        lo, hi = app.min_local, app.max_local  # type: ignore[attr-defined]
-        if not lo <= cfg.a <= hi:
+        problem = _batch_problem(apps[j.application], j.num_gpus, j.batch_size, where)
+        if problem:
             raise InputError(
-                f"job {j.job_id}{f' {j.name!r}' if j.name else ''} ({j.application}): batch "
-                f"{j.batch_size} on {j.num_gpus} GPU(s) "
-                f"gives a local batch of {cfg.a}, outside the range [{lo}, {hi}] measured in "
-                f"{where}",
+                f"job {j.job_id}{f' {j.name!r}' if j.name else ''} ({j.application}): {problem}",
                 field="batch_size",
             )
 
@@ -530,6 +546,10 @@ def simulate_named(
         )
     except PolicyKindError as e:
         raise e.for_workload(workload) from None
+    except InputError as e:
+        if e.field == "batch_size" and e.source is None:  # name the workload the job is in
+            raise InputError(e.message, source=workload, field=e.field) from None
+        raise
 
 
 def simulate(
