@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 from _toys import toy_app, toy_jobs
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ddlsched.api import build_simulator, simulate
 from ddlsched.core.cluster import Cluster
@@ -157,3 +159,46 @@ def test_duration_executor_with_preemption_and_restart_delay_util_equals_held():
     s = res.summary
     assert s["gpu_util"] == approx(s["gpu_held"])
     assert s["gpu_util_jobs"] == approx(s["gpu_held"])  # exclusive GPUs
+
+
+# ------------------------------------------------------------------ random sharing workloads
+SHARE_APPS = {"a": toy_app("a", step=1.0, max_local=64), "b": toy_app("b", step=0.5, max_local=48)}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    raw=st.lists(
+        st.tuples(st.integers(0, 600), st.sampled_from([1, 2, 4]), st.sampled_from(["a", "b"])),
+        min_size=1,
+        max_size=10,
+    ),
+    mode=st.sampled_from(["ffs", "bsbf"]),
+    semantics=st.sampled_from(["events", "rounds"]),
+    delay=st.sampled_from([0.0, 30.0]),
+)
+def test_random_sharing_runs_count_each_gpu_once(raw, mode, semantics, delay):
+    jobs = [
+        JobSpec(
+            i,
+            float(t),
+            g,
+            0,
+            ModelProfile(app, 0.0, 0.0, 32, 0.0, 0.0),
+            application=app,
+            batch_size=32,
+            name=f"j{i}",
+        )
+        for i, (t, g, app) in enumerate(raw)
+    ]
+    sim = Simulator(
+        Cluster.homogeneous(1, 4),
+        jobs,
+        Sharing(f"sjf-{mode}", mode=mode),  # type: ignore[arg-type]
+        ProfileExecutor(SHARE_APPS, rescale_delay=delay, interference=1.5, semantics=semantics),
+        max_jobs_per_gpu=2,
+        semantics=semantics,
+    )
+    s = sim.run().summary
+    assert s["gpu_util"] == pytest.approx(s["gpu_held"], rel=1e-12, abs=1e-12)
+    assert s["gpu_util"] <= s["gpu_held"] + 1e-9 <= 1.0 + 2e-9
+    assert s["gpu_held"] <= s["gpu_util_jobs"] + 1e-9
