@@ -275,3 +275,31 @@ def test_a_registered_policy_that_raises_names_itself():
     assert str(e.value).startswith("policy 'raises-test', line ")
     assert "raised ZeroDivisionError in schedule: mine" in str(e.value)
     assert isinstance(e.value, InputError) and isinstance(e.value.__cause__, ZeroDivisionError)
+
+
+def test_a_gate_that_raises_names_the_file(tmp_path):
+    # the gate runs inside the iteration-level executor, not in a policy hook: the failure is
+    # still the policy's (its file is on the stack) and names the gate's method
+    p = tmp_path / "gated.py"
+    p.write_text(
+        "from ddlsched.policy import compose\n"
+        "class Gate:\n"
+        "    name = 'g'\n"
+        "    def blocker(self, ex, run):\n"
+        "        raise OverflowError('gate broke')\n"
+        "    def start_watch(self, ex, run, block):\n"
+        "        return []\n"
+        "def make():\n"
+        "    return compose('gated', ordering='fifo', placement='ff', gate=Gate())\n"
+    )
+    work = tmp_path / "jobs.csv"
+    work.write_text(WORKLOAD.splitlines()[0] + "\n1,0,8,5,resnet50\n")  # spans both servers
+    out = tmp_path / "out"
+    r = subprocess.run(
+        [sys.executable, "-m", "ddlsched.cli", "run", "--cluster", "tiny", "--workload"]
+        + [str(work), "--policy", f"{p}:make", "--out", str(out), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert_one_line(r, out, f"{p}, line 5: policy raised OverflowError in blocker: gate broke")

@@ -318,6 +318,33 @@ class Simulator:
             self.at(self.now + interval, self._round, interval, tick)
 
     # ------------------------------------------------------------------ main loop
+    def _loop(self) -> int:
+        """Process every event in time order, then the policy and ``settle`` after each
+        instant; return the number of events."""
+        heap = self._heap
+        pop = heapq.heappop
+        settle = self.executor.settle
+        count = 0
+        while heap:
+            now, _, handler, args = pop(heap)
+            self.now = now
+            handler(*args)
+            count += 1
+            while heap and heap[0][0] == now:
+                _, _, handler, args = pop(heap)
+                handler(*args)
+                count += 1
+            if self._dirty:
+                self._dirty = False
+                if self.queue:
+                    self._loads_key = None  # loads are recomputed once per policy pass
+                    try:
+                        self.policy.schedule(self)
+                    except (Exception, SystemExit) as e:
+                        self._policy_failed("schedule", e)
+            settle()
+        return count
+
     def run(self) -> SimResult:
         """Process all events; return per-job records and the summary."""
         rounds = self.semantics == "rounds"
@@ -342,28 +369,15 @@ class Simulator:
             self.at(step, self._round, step, True)
         elif interval:
             self.at(self.jobs[0].arrival if self.jobs else 0.0, self._round, float(interval))
-        heap = self._heap
-        pop = heapq.heappop
-        settle = self.executor.settle
-        count = 0
-        while heap:
-            now, _, handler, args = pop(heap)
-            self.now = now
-            handler(*args)
-            count += 1
-            while heap and heap[0][0] == now:
-                _, _, handler, args = pop(heap)
-                handler(*args)
-                count += 1
-            if self._dirty:
-                self._dirty = False
-                if self.queue:
-                    self._loads_key = None  # loads are recomputed once per policy pass
-                    try:
-                        self.policy.schedule(self)
-                    except (Exception, SystemExit) as e:
-                        self._policy_failed("schedule", e)
-            settle()
+        try:
+            count = self._loop()
+        except InputError:
+            raise
+        except (Exception, SystemExit) as e:  # a user policy's code elsewhere (e.g. its gate)
+            hook = self.policy_origin.hook_of(e) if self.policy_origin is not None else None
+            if hook is None:
+                raise
+            raise self.policy_origin.error(e, hook) from e  # type: ignore[union-attr]
         self.events_processed = count
         unfinished = [j.job_id for j in self.jobs if j.status != DONE]
         if unfinished:

@@ -48,6 +48,17 @@ class PolicyOrigin:
                 line = frame.lineno
         return line
 
+    def hook_of(self, exc: BaseException) -> str | None:
+        """The function of ``path`` innermost in ``exc``'s traceback (None: no code of the
+        policy's file was running, so ``exc`` is not the policy's)."""
+        if self.path is None:
+            return None
+        name = None
+        for frame in traceback.extract_tb(exc.__traceback__):
+            if frame.filename == self.path:
+                name = frame.name
+        return name
+
     def error(self, exc: BaseException, during: str) -> InputError:
         """The one-line error for ``exc`` raised by the policy ``during`` a step (``import``,
         ``the factory``, ``schedule``, ``on_round`` …); chain it with ``from exc``."""
