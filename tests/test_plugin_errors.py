@@ -147,6 +147,11 @@ def test_a_file_that_does_not_give_a_policy(tmp_path, body, parts):
             "import nonexistent_thing_xyz\n",
             ["line 1: policy raised ModuleNotFoundError on import: No module named"],
         ),
+        ("def make(:\n    pass\n", ["line 1: syntax error"]),
+        (
+            POLICY.format(schedule="1 / 0", attach="pass", on_round="pass", interval="None"),
+            ["line 14: policy raised ZeroDivisionError in schedule"],
+        ),
     ],
 )
 def test_a_module_that_fails_on_import(tmp_path, body, parts):

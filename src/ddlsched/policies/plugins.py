@@ -38,26 +38,28 @@ class PolicyOrigin:
     label: str
     path: str | None = None
 
-    def _line(self, exc: BaseException) -> int | None:
-        """The innermost line of ``path`` in ``exc``'s traceback (None if it is not there)."""
+    def _innermost(self, exc: BaseException) -> traceback.FrameSummary | None:
+        """The innermost frame of ``path`` in ``exc``'s traceback (None if it is not there)."""
         if self.path is None:
             return None
-        line = None
+        found = None
         for frame in traceback.extract_tb(exc.__traceback__):
-            if frame.filename == self.path:
-                line = frame.lineno
-        return line
+            name = frame.filename
+            if name == self.path or (
+                not name.startswith("<") and str(Path(name).resolve()) == self.path
+            ):
+                found = frame
+        return found
+
+    def _line(self, exc: BaseException) -> int | None:
+        frame = self._innermost(exc)
+        return None if frame is None else frame.lineno
 
     def hook_of(self, exc: BaseException) -> str | None:
         """The function of ``path`` innermost in ``exc``'s traceback (None: no code of the
         policy's file was running, so ``exc`` is not the policy's)."""
-        if self.path is None:
-            return None
-        name = None
-        for frame in traceback.extract_tb(exc.__traceback__):
-            if frame.filename == self.path:
-                name = frame.name
-        return name
+        frame = self._innermost(exc)
+        return None if frame is None else frame.name
 
     def error(self, exc: BaseException, during: str) -> InputError:
         """The one-line error for ``exc`` raised by the policy ``during`` a step (``import``,
@@ -85,9 +87,7 @@ def origin_of(spec: str) -> PolicyOrigin:
     if where.endswith(".py"):
         return PolicyOrigin(where, str(Path(where).resolve()))
     if where:
-        mod = sys.modules.get(where)
-        path = getattr(mod, "__file__", None)
-        return PolicyOrigin(f"module {where}", str(Path(path).resolve()) if path else None)
+        return PolicyOrigin(f"module {where}", _module_file(where))
     reg = _REGISTRY.get(spec.lower())
     try:
         path = inspect.getsourcefile(reg.factory) if reg is not None else None
@@ -180,6 +180,16 @@ def _load_file(shown: Path) -> ModuleType:
     return mod
 
 
+def _module_file(name: str) -> str | None:
+    """The resolved source file of module ``name`` (None if it cannot be found)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    origin = getattr(spec, "origin", None)
+    return str(Path(origin).resolve()) if origin and Path(origin).is_file() else None
+
+
 def load_factory(spec: str) -> Any:
     """The object named by ``MODULE:NAME`` or ``FILE.py:NAME`` (raises InputError if absent)."""
     where, _, attr = spec.rpartition(":")
@@ -196,16 +206,9 @@ def load_factory(spec: str) -> Any:
         except ModuleNotFoundError as e:
             if e.name is not None and (where == e.name or where.startswith(f"{e.name}.")):
                 raise InputError(f"cannot import module {where!r}: {e}", field="policy") from None
-            frames = traceback.extract_tb(e.__traceback__)
-            origin = PolicyOrigin(f"module {where}", frames[-1].filename if frames else None)
-            raise origin.error(e, "import") from e
+            raise PolicyOrigin(f"module {where}", _module_file(where)).error(e, "import") from e
         except (Exception, SystemExit) as e:
-            path = getattr(e, "filename", None) if isinstance(e, SyntaxError) else None
-            origin = PolicyOrigin(f"module {where}", path)
-            if path is None:  # the innermost frame of the module's own file, if any
-                frames = traceback.extract_tb(e.__traceback__)
-                origin = PolicyOrigin(f"module {where}", frames[-1].filename if frames else None)
-            raise origin.error(e, "import") from e
+            raise PolicyOrigin(f"module {where}", _module_file(where)).error(e, "import") from e
     if not hasattr(mod, attr):
         public = [n for n in vars(mod) if not n.startswith("_")]
         raise InputError(f"no name {attr!r}{suggest(attr, public)}", source=where, field="policy")
