@@ -202,3 +202,42 @@ def test_random_sharing_runs_count_each_gpu_once(raw, mode, semantics, delay):
     assert s["gpu_util"] == pytest.approx(s["gpu_held"], rel=1e-12, abs=1e-12)
     assert s["gpu_util"] <= s["gpu_held"] + 1e-9 <= 1.0 + 2e-9
     assert s["gpu_held"] <= s["gpu_util_jobs"] + 1e-9
+
+
+class _PreemptOnce:
+    """Starts waiting jobs on the first free GPU; at its first round preempts every job."""
+
+    name = "preempt-once"
+    interval = 5.0
+
+    def attach(self, sim):
+        self.done = False
+
+    def schedule(self, sim):
+        for job in list(sim.queue):
+            free = [g for g in range(sim.cluster.num_gpus) if not sim.residents[g]]
+            if len(free) >= job.num_gpus:
+                sim.start(job, free[: job.num_gpus])
+
+    def on_round(self, sim):
+        if not self.done and sim.running:
+            self.done = True
+            for job in list(sim.running.values()):
+                sim.preempt(job)
+
+
+def test_job_level_restart_delay_is_held_not_busy():
+    # 1 GPU, one job of 10 iterations × 3 s. Preempted at 5 (the round after its start at 0)
+    # with 1 whole iteration done (the partial one is lost), restarted at 5 with a 4 s delay: it
+    # runs again from 9, 9 iterations → ends at 36. The GPU is held [0, 5] and [5, 36] = 36 s,
+    # busy (running, not in the delay) 5 + 27 = 32 s: util 32/36 < held 1.
+    jobs = [_model_job(0, 0.0, 10)]
+    res = simulate(
+        Cluster.homogeneous(1, 1),
+        jobs,
+        _PreemptOnce(),
+        settings={"granularity": "job", "restart_delay": 4.0},
+    )
+    assert res.jobs[0].preemptions == 1 and res.jobs[0].finish == approx(36.0)
+    assert res.summary["gpu_held"] == approx(1.0)
+    assert res.summary["gpu_util"] == approx(32.0 / 36.0)
