@@ -52,17 +52,9 @@ def run(out: Path, settings: dict | None = None, **options) -> Path:
     return out
 
 
-#: issue #11 section 3: today gpu_util counts a shared GPU once per job (and is clamped), so
-#: it exceeds the GPU time the segments hold when jobs share GPUs (sjf-ffs, sjf-bsbf). That is
-#: a real violation, reported by the check; this tolerance goes once that fix is merged.
-KNOWN_UTIL_BUG = ("sjf-ffs", "sjf-bsbf")
-
-
 def assert_valid(d: Path, policy: str = "") -> None:
     res = check_run(d)
     found = [v.format(d) for v in res.violations]
-    if policy in KNOWN_UTIL_BUG:  # issue #11 section 3 (see KNOWN_UTIL_BUG)
-        found = [f for f in found if ": gpu-util: " not in f or "exceeds" not in f]
     assert found == [], "\n".join(found)
     assert res.num_jobs > 0 and res.num_segments >= res.num_jobs
 
@@ -476,9 +468,9 @@ def test_memory_of_co_resident_jobs(tmp_path: Path) -> None:
     assert v.rule == "memory" and "GPU 0:0 holds jobs 0, 1, 2, 3" in v.message
 
 
-def test_rounds_semantics_allow_a_round_after_the_finish(tmp_path: Path) -> None:
-    # issue #11 section 3: rounds segments end at the next round boundary today; the check
-    # allows end ≤ finish + interval there, and exactly finish in events semantics
+def test_rounds_segments_end_at_the_finish_too(tmp_path: Path) -> None:
+    # in rounds semantics the GPUs are held until the next boundary, but a segment is the time
+    # the job ran: it ends at the finish (issue #11 section 3); a stretched one is a violation
     d = run(
         tmp_path / "r",
         {"semantics": "rounds"},
@@ -489,7 +481,7 @@ def test_rounds_semantics_allow_a_round_after_the_finish(tmp_path: Path) -> None
     assert_valid(d)
     segs = rows(d, "segments.csv")
     finish = {r["job_id"]: float(r["finish"]) for r in rows(d, "jobs.csv")}
-    segs[0]["end"] = str(finish[segs[0]["job_id"]] + 61)
+    segs[0]["end"] = str(finish[segs[0]["job_id"]] + 30)
     rewrite(d, segments=segs, util=0.01)
     assert [v.rule for v in check_run(d).violations][:1] == ["last-segment"]
 

@@ -85,12 +85,14 @@ def test_backfill_skips_a_job_that_does_not_fit(tmp_path):
 def test_rounds_semantics_by_hand(tmp_path):
     # rounds of 60 s, 30 s delay on every allocation: A submitted at 5 is seen at 60, starts
     # then, makes no progress until 90, crosses progress 100/200/300 at 190/290/390 (whole
-    # seconds) → completion 390, JCT 385; its GPUs free at the 420 boundary.
+    # seconds) → completion 390, JCT 385; its GPUs free at the 420 boundary: its segment ends
+    # when it finished (390), the 4 GPUs × 30 s held after it are the run's held-after figure.
     jobs = _toy_jobs("a,5,toy,4,32\n", tmp_path)
     res = _run(jobs, semantics="rounds", threshold=1e9, delay=30.0)
     j = res.jobs[0]
     assert (j.start, j.finish, j.jct) == (60.0, 390.0, 385.0)
-    assert res.segments[0].end == 420.0
+    assert res.segments[0].end == 390.0
+    assert res.summary["held_after_finish_gpu_seconds"] == 120.0
 
 
 def test_placement_tuple_follows_allocation_order():

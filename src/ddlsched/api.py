@@ -20,7 +20,7 @@ from .perf.rar import DEGRADATIONS, RarModel, RarRate
 from .planning import PLANNER_NAMES, PlannerParams, PlanningError, PlanPolicy, make_planner
 from .policies.base import Policy
 from .policies.compose import with_placement
-from .policies.plugins import PROFILE_POLICY_NAMES, resolve_policy
+from .policies.plugins import PROFILE_POLICY_NAMES, resolve_user_policy
 from .policies.registry import PRESETS, make_policy
 from .settings_scope import (
     DURATION,
@@ -35,6 +35,7 @@ from .settings_scope import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .policies.plugins import PolicyOrigin
     from .policy import SchedulingPolicy
 
 
@@ -76,6 +77,7 @@ class Settings:
     interference: float = 1.5  # ξ: slowdown of both jobs while two share a GPU (Luo Eq. 5–6)
     interference_file: str = ""  # CSV app,other,xi: per-pair ξ (others use `interference`)
     tiresias_thresholds: str = "16"  # GPU-hours between Tiresias queues, comma-separated
+    backfill: bool = True  # fifo/sjf: a job that does not fit is skipped (false: it blocks)
     pollux_ncf_batch: int = 32768  # Pollux artifact quirk: NCF on 1 replica at this batch; 0: off
     philly: str = ""  # Philly trace the luo24 generators sample from (built-in stand-ins if "")
 
@@ -213,7 +215,7 @@ def build_simulator(
     non-default value that this run would ignore, or ``placement`` with a policy that places
     jobs itself, is an ``InputError`` (``settings_scope``)."""
     settings = settings or Settings()
-    custom = resolve_policy(policy)
+    custom, origin = resolve_user_policy(policy) or (None, None)
     if custom is not None and placement is not None:
         if not isinstance(custom, Policy):
             raise InputError("--placement applies only to composed policies", field="placement")
@@ -222,11 +224,13 @@ def build_simulator(
     if placement is not None and custom is None:
         _check_placement_applies(jobs, what, placement)  # type: ignore[arg-type]
     if any(j.duration > 0 for j in jobs):
-        return _build_duration(cluster, jobs, what, seed, settings, progress)
+        return _build_duration(cluster, jobs, what, seed, settings, progress, origin)
     if any(j.application for j in jobs):
-        return _build_profiled(cluster, jobs, what, seed, settings, progress)
+        return _build_profiled(cluster, jobs, what, seed, settings, progress, origin)
     if isinstance(what, str) and what in PLANNER_NAMES:
         return _build_planned(cluster, jobs, what, seed, settings, progress)
+    if custom is None and str(policy).lower() not in PRESETS:
+        raise PolicyKindError(str(policy), MODEL_JOBS)
     try:
         pol = custom if custom is not None else make_policy(str(policy), placement, settings.kappa)
     except KeyError as e:
@@ -261,6 +265,8 @@ def build_simulator(
         max_jobs_per_gpu=settings.max_jobs_per_gpu or None,
         restart_delay=settings.restart_delay,
         progress=progress,
+        policy_origin=origin,
+        builtin_policy=custom is None,
     )
 
 
@@ -280,6 +286,51 @@ def _check_placement_applies(jobs: Sequence[JobSpec], policy: str, placement: st
         f"policy); this run: {kind}, policy {policy}, which places jobs itself",
         field="placement",
     )
+
+
+#: the job kinds of a workload, as messages name them
+MODEL_JOBS = "model jobs (Wang/Yu)"
+PROFILE_JOBS = "application-profile jobs"
+TRACE_JOBS = "trace (duration) jobs"
+
+
+def policies_for(kind: str) -> list[str]:
+    """The built-in ``--policy`` names that run jobs of ``kind``."""
+    if kind == MODEL_JOBS:
+        return [*PRESETS, *PLANNER_NAMES]
+    job_level = ["tiresias", "fifo", "sjf"]
+    return job_level if kind == TRACE_JOBS else [*job_level, "sjf-ffs", "sjf-bsbf", "pollux"]
+
+
+class PolicyKindError(InputError):
+    """A built-in policy that does not run this workload's kind of jobs, or an unknown name:
+    says which kinds the policy runs on and which policies run the workload."""
+
+    def __init__(self, name: str, kind: str, workload: str | None = None) -> None:
+        self.name, self.kind, self.workload = name, kind, workload
+        key = name.lower()
+        kinds = [k for k in (MODEL_JOBS, PROFILE_JOBS, TRACE_JOBS) if key in policies_for(k)]
+        which = f"workload {workload}" if workload else "this workload"
+        if not kinds:
+            known = {n for k in (MODEL_JOBS, PROFILE_JOBS, TRACE_JOBS) for n in policies_for(k)}
+            text = (
+                f"unknown policy '{name}'{suggest(key, sorted(known))}; policies for the "
+                f"{kind} of {which}: {', '.join(policies_for(kind))}; see `ddlsched list`"
+            )
+        else:
+            runs = " and ".join(k.replace(" jobs", "") for k in kinds) + " jobs"
+            text = (
+                f"policy '{name}' cannot run {kind}, which {which} has: it runs on {runs}; "
+                f"policies for {kind}: {', '.join(policies_for(kind))}"
+            )
+        super().__init__(text, field="policy")
+
+    def __reduce__(self) -> tuple:
+        return (PolicyKindError, (self.name, self.kind, self.workload))
+
+    def for_workload(self, workload: str) -> PolicyKindError:
+        """The same error naming ``workload``."""
+        return PolicyKindError(self.name, self.kind, workload)
 
 
 def _build_planned(
@@ -308,6 +359,7 @@ def _build_planned(
             seed=seed,
             max_jobs_per_gpu=1,
             progress=progress,
+            builtin_policy=True,
         )
     except PlanningError as e:
         raise InputError(str(e), source="--set", field="horizon") from None
@@ -320,6 +372,7 @@ def _build_profiled(
     seed: int,
     settings: Settings,
     progress: Callable[[int, int], None] | None,
+    origin: PolicyOrigin | None = None,
 ) -> Simulator:
     """Application-profile jobs (Luo et al.): profile executor + a profile policy."""
     from .core.profileexec import ProfileExecutor
@@ -337,7 +390,7 @@ def _build_profiled(
             ncf_batch=settings.pollux_ncf_batch,
         ),
     }
-    pol = _make(makers, name, "application-profile jobs")
+    pol = _make(makers, name, PROFILE_JOBS)
     per_gpu = getattr(pol, "jobs_per_gpu", 1)  # sharing policies declare their degree
     check_scope(
         settings,
@@ -368,6 +421,14 @@ def _build_profiled(
         )
     if getattr(pol, "name", "") != "pollux":  # Pollux picks every batch itself
         _check_batches(jobs, apps, where)
+    elif settings.pollux_ncf_batch and any(j.application == "ncf" for j in jobs):
+        problem = _batch_problem(apps["ncf"], 1, settings.pollux_ncf_batch, where)
+        if problem:
+            raise InputError(
+                f"NCF's fixed batch under pollux: {problem}",
+                source="--set",
+                field="pollux_ncf_batch",
+            )
     return Simulator(
         cluster,
         jobs,
@@ -387,25 +448,35 @@ def _build_profiled(
         progress=progress,
         semantics=settings.semantics,
         round_interval=settings.interval,
+        policy_origin=origin,
+        builtin_policy=isinstance(name, str),
     )
+
+
+def _batch_problem(app: object, replicas: int, batch: int, where: str) -> str | None:
+    """Why ``batch`` on ``replicas`` GPUs cannot run ``app`` (None if it can): its micro-batch
+    must lie inside the application's measured range (step times outside it are unknown)."""
+    try:
+        cfg = app.batch_config(replicas, batch)  # type: ignore[attr-defined]
+    except ValueError as e:
+        return str(e).removeprefix(f"{app.name}: ")  # type: ignore[attr-defined]
+    lo, hi = app.min_local, app.max_local  # type: ignore[attr-defined]
+    if not lo <= cfg.a <= hi:
+        return (
+            f"batch {batch} on {replicas} GPU(s) gives a local batch of {cfg.a}, outside the "
+            f"range [{lo}, {hi}] measured in {where}"
+        )
+    return None
 
 
 def _check_batches(jobs: Sequence[JobSpec], apps: Mapping[str, object], where: str) -> None:
     """Every job's requested batch must give a micro-batch inside its application's measured
     range: step times outside it are not in the profiles (a clear error, not a traceback)."""
     for j in jobs:
-        app = apps[j.application]
-        try:
-            cfg = app.batch_config(j.num_gpus, j.batch_size)  # type: ignore[attr-defined]
-        except ValueError as e:
-            raise InputError(f"job {j.job_id}: {e}", field="batch_size") from None
-        lo, hi = app.min_local, app.max_local  # type: ignore[attr-defined]
-        if not lo <= cfg.a <= hi:
+        problem = _batch_problem(apps[j.application], j.num_gpus, j.batch_size, where)
+        if problem:
             raise InputError(
-                f"job {j.job_id}{f' {j.name!r}' if j.name else ''} ({j.application}): batch "
-                f"{j.batch_size} on {j.num_gpus} GPU(s) "
-                f"gives a local batch of {cfg.a}, outside the range [{lo}, {hi}] measured in "
-                f"{where}",
+                f"job {j.job_id}{f' {j.name!r}' if j.name else ''} ({j.application}): {problem}",
                 field="batch_size",
             )
 
@@ -415,9 +486,7 @@ def _make(makers: Mapping[str, Callable[[], object]], name: object, kind: str) -
     if not isinstance(name, str):
         return name
     if name not in makers:
-        raise InputError(
-            f"policy '{name}' cannot run {kind}; available: " + ", ".join(makers), field="policy"
-        )
+        raise PolicyKindError(name, kind)
     return makers[name]()
 
 
@@ -431,8 +500,10 @@ def _job_level_policies(settings: Settings) -> dict[str, Callable[[], object]]:
             thresholds=tuple(h * 3600.0 for h in settings.tiresias_thresholds_hours),
             interval=settings.interval,
         ),
-        "fifo": lambda: Exclusive("fifo", order="fifo", placement="least-busy"),
-        "sjf": lambda: Exclusive("sjf", order="sjf"),
+        "fifo": lambda: Exclusive(
+            "fifo", order="fifo", placement="least-busy", backfill=settings.backfill
+        ),
+        "sjf": lambda: Exclusive("sjf", order="sjf", backfill=settings.backfill),
     }
 
 
@@ -443,6 +514,7 @@ def _build_duration(
     seed: int,
     settings: Settings,
     progress: Callable[[int, int], None] | None,
+    origin: PolicyOrigin | None = None,
 ) -> Simulator:
     """Trace jobs with a measured duration (Philly …): duration executor + a job-level policy;
     exclusive GPUs, ``restart_delay`` after every preemption."""
@@ -459,7 +531,7 @@ def _build_duration(
         raise InputError(
             "trace (duration) jobs run in events semantics only", source="--set", field="semantics"
         )
-    pol = _make(_job_level_policies(settings), name, "trace (duration) jobs")
+    pol = _make(_job_level_policies(settings), name, TRACE_JOBS)
     check_scope(settings, RunScope(DURATION, name if isinstance(name, str) else None))
     return Simulator(
         cluster,
@@ -470,6 +542,8 @@ def _build_duration(
         max_jobs_per_gpu=1,
         restart_delay=settings.restart_delay,
         progress=progress,
+        policy_origin=origin,
+        builtin_policy=isinstance(name, str),
     )
 
 
@@ -520,9 +594,16 @@ def simulate_named(
         check_workload_scope(settings, workload)
     validate_fits(jobs, cl, workload)
     check_simulable(jobs, workload)
-    return simulate(
-        cl, jobs, policy, placement=placement, seed=seed, settings=settings, progress=progress
-    )
+    try:
+        return simulate(
+            cl, jobs, policy, placement=placement, seed=seed, settings=settings, progress=progress
+        )
+    except PolicyKindError as e:
+        raise e.for_workload(workload) from None
+    except InputError as e:
+        if e.field == "batch_size" and e.source is None:  # name the workload the job is in
+            raise InputError(e.message, source=workload, field=e.field) from None
+        raise
 
 
 def simulate(

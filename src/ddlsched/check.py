@@ -116,7 +116,6 @@ class _Context:
     specs: dict[int, object] | None = None  # job id → JobSpec, reloaded from config.json
     elastic: bool = False
     max_jobs_per_gpu: int | None = None
-    rounds_interval: float | None = None  # settings.interval when semantics = rounds
 
 
 # ---------------------------------------------------------------------- helpers
@@ -401,9 +400,6 @@ def _context(config: object, summary: Mapping | None, res: RunCheck) -> _Context
     ctx = _Context()
     cfg = config if isinstance(config, dict) else {}
     settings = cfg.get("settings") if isinstance(cfg.get("settings"), dict) else {}
-    if settings.get("semantics") == "rounds":
-        interval = settings.get("interval", 60.0)
-        ctx.rounds_interval = float(interval) if isinstance(interval, int | float) else 60.0
     known = summary is not None  # no summary: reported as missing, no notes about it
     summary = summary or {}
     elastic = summary.get("elastic")
@@ -556,13 +552,8 @@ def _check_job(j: _Job, segs: list[_Seg], ctx: _Context, out: list[Violation]) -
             )
         )
     last = segs[-1]
-    slack = ctx.rounds_interval or 0.0  # rounds: today the GPUs are held until the boundary
-    if (
-        last.end < j.finish
-        and not close(last.end, j.finish)
-        or (last.end > j.finish + slack and not close(last.end, j.finish + slack))
-    ):
-        rule = "= finish" if not slack else f"in [finish, finish + {_num(slack)}] (rounds)"
+    if not close(last.end, j.finish):  # also in rounds semantics: segments are run times
+        rule = "= finish"
         v(
             Violation(
                 "last-segment",

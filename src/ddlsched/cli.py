@@ -300,6 +300,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Simulate and reproduce schedulers for distributed deep-learning jobs.",
     )
     p.add_argument("--version", action="version", version=f"ddlsched {__version__}")
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help="on an error, print the traceback (with its cause) before the one-line message",
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     r = sub.add_parser("run", help="simulate one workload on one cluster under one policy")
@@ -453,6 +458,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except InputError as e:
+        if args.debug:
+            import traceback
+
+            traceback.print_exc()
         print(f"ddlsched: error: {e}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt as e:

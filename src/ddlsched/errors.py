@@ -47,3 +47,13 @@ def suggest(name: str, valid: Iterable[str]) -> str:
 def quote(text: str) -> str:
     """``'text'`` for messages; escapes newlines and other control characters."""
     return f"'{text}'" if text.isprintable() else repr(text)
+
+
+class ScheduleError(InputError):
+    """A schedule the engine rejects (``Simulator.start``/``preempt``): names the job and the
+    rule it breaks (GPU busy, duplicate, out of range, wrong count, job not queued …)."""
+
+
+class PolicyError(InputError):
+    """A user policy (``FILE.py:FACTORY``, ``MODULE:FACTORY``, a registered name) failed: its
+    file did not load, its factory or one of its hooks raised. The cause is chained."""

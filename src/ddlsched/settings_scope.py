@@ -109,6 +109,10 @@ SCOPES: dict[str, Rule] = {
     "rescale_delay": (_PROFILE, _kinds(PROFILE)),
     "interference": (_SHARING, lambda r: r.kind == PROFILE and r.shares_gpus),
     "interference_file": (_SHARING, lambda r: r.kind == PROFILE and r.shares_gpus),
+    "backfill": (
+        "with the fifo and sjf policies (application-profile and trace jobs)",
+        lambda r: r.kind in (PROFILE, DURATION) and r.policy in ("fifo", "sjf"),
+    ),
     "tiresias_thresholds": ("with the tiresias policy", lambda r: r.policy == "tiresias"),
     "pollux_ncf_batch": ("with the pollux policy", lambda r: r.policy == "pollux"),
     # checked by check_workload_scope (the workload, not the run, decides)

@@ -165,9 +165,19 @@ class ProfileExecutor:
     def attach(self, sim: Simulator) -> None:
         self.sim = sim
         self.runs: dict[int, _Run] = {}
+        n = sim.cluster.num_gpus
+        #: Σ over ended allocations of held seconds × GPUs (a shared GPU once per job) …
         self.busy = 0.0
+        #: … minus what sharing counted twice: Σ over each GPU's held periods of (the jobs'
+        #: held seconds − the period's length); exactly 0.0 without sharing
+        self.shared_twice = 0.0
+        #: per GPU, its current held period: jobs on it, start, latest job end, jobs' seconds
+        self._period_jobs = [0] * n
+        self._period_start = [0.0] * n
+        self._period_end = [0.0] * n
+        self._period_sum = [0.0] * n
         #: busy seconds per GPU of the allocations that ended (see ``gpu_busy``)
-        self.gpu_busy_done = [0.0] * sim.cluster.num_gpus
+        self.gpu_busy_done = [0.0] * n
         #: batch configurations by (job, micro-batch limit): pure functions of the job
         self._configs: dict[tuple[int, int | None, int, int], BatchConfig] = {}
         #: remaining_time memo: (job, placement, config, epoch, progress) → seconds
@@ -179,7 +189,8 @@ class ProfileExecutor:
             self.runs[j.job_id] = _Run(j, app)
 
     def busy_gpu_seconds(self) -> float:
-        return self.busy
+        """GPU-seconds the GPUs held a job, a shared GPU counted once (docs/models.md)."""
+        return self.busy - self.shared_twice
 
     def gpu_busy(self, gpu: int) -> float:
         """Accumulated execution time of ``gpu`` so far (allocated seconds, every job on it)."""
@@ -188,11 +199,33 @@ class ProfileExecutor:
             now - self.runs[j.job_id].since for j in self.sim.residents[gpu]
         )
 
-    def _account(self, r: _Run) -> None:
-        held = self.sim.now - r.since
-        self.busy += held * len(r.job.gpus)
+    def _hold(self, gpus: tuple[int, ...]) -> None:
+        """A job takes ``gpus`` now: a GPU that held none starts a held period."""
+        now = self.sim.now
+        for g in gpus:
+            if self._period_jobs[g] == 0:
+                self._period_start[g] = self._period_end[g] = now
+                self._period_sum[g] = 0.0
+            self._period_jobs[g] += 1
+
+    def _account(self, r: _Run, end: float | None = None) -> None:
+        """``r`` leaves its GPUs; it ran until ``end`` (default now; in ``rounds`` its finish,
+        before the boundary where the GPUs are freed)."""
+        now = self.sim.now
+        stop = now if end is None else end
+        ran = stop - r.since
+        self.busy += ran * len(r.job.gpus)
+        held = now - r.since
         for g in r.job.gpus:
             self.gpu_busy_done[g] += held
+            self._period_sum[g] += ran
+            if self._period_end[g] < stop:
+                self._period_end[g] = stop
+            self._period_jobs[g] -= 1
+            if self._period_jobs[g] == 0:  # the period ends: what sharing counted twice
+                self.shared_twice += self._period_sum[g] - (
+                    self._period_end[g] - self._period_start[g]
+                )
 
     def config(
         self,
@@ -234,6 +267,7 @@ class ProfileExecutor:
         r.delay_left = self.rescale_delay
         r.running = True
         r.since = r.last = self.sim.now
+        self._hold(job.gpus)
         if self.semantics == "events":
             self._retime(r)
             self._retime_neighbours(r)
@@ -244,12 +278,12 @@ class ProfileExecutor:
             self._advance(r, self.sim.now)
         self._leave(r)
 
-    def _leave(self, r: _Run) -> None:
-        """``r`` leaves its GPUs (preempted or finished): void its pending event, account its
-        busy time, re-time the jobs that shared its GPUs."""
+    def _leave(self, r: _Run, end: float | None = None) -> None:
+        """``r`` leaves its GPUs (preempted or finished, at ``end``: default now): void its
+        pending event, account its busy time, re-time the jobs that shared its GPUs."""
         r.running = False
         r.ver += 1
-        self._account(r)
+        self._account(r, end)
         if self.semantics == "events":
             self._retime_neighbours(r, leaving=True)
 
@@ -394,7 +428,8 @@ class ProfileExecutor:
             self._retime(r)
 
     def _finish(self, r: _Run, at: float) -> None:
-        self._leave(r)
+        at = min(at, self.sim.now)  # a rounded sub-step second never passes the boundary
+        self._leave(r, at)
         self.sim.job_finished(r.job, at=at)
 
     # ------------------------------------------------------------------ rounds semantics

@@ -11,7 +11,7 @@ import io
 import math
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,7 +81,9 @@ class SimResult:
 
 
 def summarize(jobs: Sequence[JobRecord], busy_gpu_seconds: float, num_gpus: int) -> dict:
-    """Average/median/p95/p99 JCT, makespan, queueing and GPU utilisation (busy / (GPUs × span))."""
+    """Average/median/p95/p99 JCT, makespan, queueing and GPU utilisation (busy / (GPUs × span)).
+
+    The utilisation is not clamped: an executor that counted a GPU twice would show above 1."""
     if not jobs:
         return {k: 0.0 for k in SUMMARY_KEYS} | {"num_jobs": 0}
     jct = np.array([j.jct for j in jobs])
@@ -98,10 +100,53 @@ def summarize(jobs: Sequence[JobRecord], busy_gpu_seconds: float, num_gpus: int)
         "p99_jct": float(np.percentile(jct, 99)),
         "makespan": float(makespan),
         "avg_queueing": float(queue.mean()),
-        "gpu_util": float(min(max(util, 0.0), 1.0)),
+        "gpu_util": float(util),
         "num_jobs": len(jobs),
         "avg_jct_large": float(np.mean(large)) if large else 0.0,
         "avg_jct_small": float(np.mean(small)) if small else 0.0,
+    }
+
+
+def gpu_held_seconds(segments: Iterable[SegmentRecord]) -> float:
+    """Σ over GPUs of the length of the union of the intervals its segments cover: each GPU
+    counts once while it holds at least one job, however many share it. Computed from the
+    values ``segments.csv`` holds (GPUs named by their placement labels), so a checker reading
+    that file gets the same float: GPUs in label order, intervals by (start, end)."""
+    per_gpu: dict[str, list[tuple[float, float]]] = {}
+    for s in segments:
+        for label in s.placement.split(";"):
+            per_gpu.setdefault(label, []).append((s.start, s.end))
+    total = 0.0
+    for label in sorted(per_gpu):
+        held = 0.0
+        lo = hi = None
+        for a, b in sorted(per_gpu[label]):
+            if hi is None or a > hi:
+                if hi is not None:
+                    held += hi - lo
+                lo, hi = a, b
+            elif b > hi:
+                hi = b
+        if hi is not None:
+            held += hi - lo
+        total += held
+    return total
+
+
+def job_gpu_seconds(segments: Iterable[SegmentRecord]) -> float:
+    """Σ over segments of (end − start) × its GPUs: a GPU shared by two jobs counts twice."""
+    return sum((s.end - s.start) * len(s.placement.split(";")) for s in segments)
+
+
+def held_metrics(segments: Sequence[SegmentRecord], num_gpus: int, makespan: float) -> dict:
+    """``gpu_held`` (a GPU counts once while it holds a job) and ``gpu_util_jobs`` (every job
+    counts its GPUs: above ``gpu_held`` when GPUs are shared), both ÷ (GPUs × makespan)."""
+    span = num_gpus * makespan
+    if not span > 0:
+        return {"gpu_held": 0.0, "gpu_util_jobs": 0.0}
+    return {
+        "gpu_held": gpu_held_seconds(segments) / span,
+        "gpu_util_jobs": job_gpu_seconds(segments) / span,
     }
 
 
@@ -124,7 +169,12 @@ def build_result(cluster: Cluster, jobs: Sequence[JobState], busy: float) -> Sim
         for s in j.segments:
             segs.append(SegmentRecord(j.job_id, s.start, s.end, cluster.placement_label(s.gpus)))
     segs.sort(key=lambda s: (s.start, s.job_id))
-    return SimResult(tuple(recs), tuple(segs), summarize(recs, busy, cluster.num_gpus))
+    summary = summarize(recs, busy, cluster.num_gpus)
+    if recs:
+        summary.update(held_metrics(segs, cluster.num_gpus, summary["makespan"]))
+    else:
+        summary.update(gpu_held=0.0, gpu_util_jobs=0.0)
+    return SimResult(tuple(recs), tuple(segs), summary)
 
 
 # ---------------------------------------------------------------------- writing

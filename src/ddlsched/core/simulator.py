@@ -13,10 +13,11 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import numpy as np
 
+from ..errors import InputError, PolicyError, ScheduleError
 from .cluster import Cluster
 from .freegpus import FreeGpus
 from .job import JobSpec
@@ -25,6 +26,7 @@ from .state import DONE, QUEUED, RUNNING, JobState, Segment
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..policies.base import Policy
+    from ..policies.plugins import PolicyOrigin
 
 
 #: Event times live on a 1 ns grid: sums of task durations and their products (shortcuts) then
@@ -84,6 +86,8 @@ class Simulator:
         progress: Callable[[int, int], None] | None = None,
         semantics: str = "events",
         round_interval: float = 60.0,
+        policy_origin: PolicyOrigin | None = None,
+        builtin_policy: bool = False,
     ) -> None:
         self.cluster = cluster
         self.policy = policy
@@ -99,6 +103,12 @@ class Simulator:
         #: called only every ``round_interval`` seconds; the executor must offer ``tick(now)``
         self.semantics = semantics
         self.round_interval = round_interval
+        #: a user policy's origin: its exceptions become one-line ``PolicyError``s naming it
+        self.policy_origin = policy_origin
+        #: a built-in policy: a schedule the engine rejects is a bug (RuntimeError), not input
+        self.builtin_policy = builtin_policy
+        #: ``rounds``: GPU-seconds jobs held their GPUs after they finished, until the boundary
+        self.held_after_finish = 0.0
         self.now = 0.0
         self.jobs = [JobState(spec=s) for s in sorted(jobs, key=lambda s: (s.arrival, s.job_id))]
         self.queue: list[JobState] = []
@@ -122,7 +132,22 @@ class Simulator:
         self._loads_key: tuple[float, int] | None = None
         self._resized = False  # a job was started on another GPU count than it asked for
         executor.attach(self)
-        policy.attach(self)
+        try:
+            policy.attach(self)
+        except (Exception, SystemExit) as e:
+            self._policy_failed("attach", e)
+
+    def _policy_failed(self, hook: str, exc: BaseException) -> NoReturn:
+        """Re-raise ``exc``, raised by the policy's ``hook``: a user policy's as a one-line error
+        naming it; a schedule a built-in policy made that the engine rejects as a bug."""
+        if isinstance(exc, ScheduleError) and self.builtin_policy:
+            name = getattr(self.policy, "name", type(self.policy).__name__)
+            raise RuntimeError(f"built-in policy {name}: {exc}") from exc
+        if self.policy_origin is not None and (
+            isinstance(exc, ScheduleError) or not isinstance(exc, InputError)
+        ):
+            raise self.policy_origin.error(exc, hook) from exc
+        raise exc
 
     # ------------------------------------------------------------------ events
     def at(self, time: float, handler: Callable[..., None], *args: Any) -> None:
@@ -161,24 +186,60 @@ class Simulator:
         return self._loads
 
     # ------------------------------------------------------------------ actions for policies
+    def _check_start(self, job: JobState, gpus: tuple[int, ...], resize: bool) -> None:
+        """Raise ``ScheduleError`` naming the job and the rule if ``job`` may not start on
+        ``gpus``: it must be waiting, the GPUs existing ids, distinct, as many as it asked
+        (unless ``resize``) and each must fit it (sharing degree, memory)."""
+        if not isinstance(job, JobState):
+            raise ScheduleError(f"start needs a job of sim.queue, got {type(job).__name__}")
+        jid = job.job_id
+        status = job.status
+        if status != QUEUED:
+            raise ScheduleError(f"job {jid} cannot start: it is not waiting (it is {status})")
+        n = self.cluster.num_gpus
+        for g in gpus:
+            if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not 0 <= g < n:
+                raise ScheduleError(
+                    f"job {jid} cannot start on GPU {g!r}: GPU ids are integers 0 to {n - 1}"
+                )
+        if len(set(gpus)) != len(gpus):
+            raise ScheduleError(f"job {jid} cannot start on GPUs {list(gpus)}: a GPU appears twice")
+        if not gpus or (not resize and len(gpus) != job.num_gpus):
+            raise ScheduleError(
+                f"job {jid} asked for {job.num_gpus} GPU(s), the policy gave it {len(gpus)}"
+            )
+        for g in gpus:
+            if (
+                self.max_jobs_per_gpu is not None
+                and len(self.residents[g]) >= self.max_jobs_per_gpu
+            ):
+                held = ", ".join(str(j.job_id) for j in self.residents[g])
+                raise ScheduleError(
+                    f"job {jid} cannot start on GPU {g}: it is busy with job(s) {held} "
+                    f"(at most {self.max_jobs_per_gpu} job(s) per GPU in this run)"
+                )
+            if self.mem_free[g] < job.spec.memory_mb:
+                raise ScheduleError(
+                    f"job {jid} cannot start on GPU {g}: it needs {job.spec.memory_mb:g} MB, "
+                    f"{self.mem_free[g]:g} MB are free"
+                )
+
     def start(self, job: JobState, gpus: Sequence[int], *, resize: bool = False) -> None:
         """Place ``job`` on ``gpus`` (distinct, each must fit) and start it. ``resize`` lets an
-        elastic policy (Pollux) give the job another number of GPUs than it requested."""
+        elastic policy (Pollux) give the job another number of GPUs than it requested. A
+        schedule the engine rejects raises ``ScheduleError`` (nothing is changed)."""
         gpus = tuple(gpus)
-        if job.status != QUEUED:
-            raise RuntimeError(f"job {job.job_id} is not queued")
-        if not gpus or len(set(gpus)) != len(gpus) or (not resize and len(gpus) != job.num_gpus):
-            raise RuntimeError(f"job {job.job_id} needs {job.num_gpus} distinct GPUs, got {gpus}")
-        for g in gpus:
-            if not self.fits(job, g):
-                raise RuntimeError(f"job {job.job_id} does not fit on GPU {g}")
+        self._check_start(job, gpus, resize)
+        try:
+            self.queue.remove(job)
+        except ValueError:
+            raise ScheduleError(f"job {job.job_id} cannot start: it has not arrived") from None
         mem = job.spec.memory_mb
         for g in gpus:
             self.mem_free[g] -= mem
             if not self.residents[g]:
                 self.idle.take(g)
             self.residents[g].append(job)
-        self.queue.remove(job)
         self._resized |= len(gpus) != job.num_gpus
         job.status = RUNNING
         job.gpus = gpus
@@ -194,7 +255,14 @@ class Simulator:
         self.executor.start(job, delay)
 
     def preempt(self, job: JobState) -> None:
-        """Stop a running job, keep its progress, put it back in the queue."""
+        """Stop a running job, keep its progress, put it back in the queue (``ScheduleError``
+        if it is not running)."""
+        if not isinstance(job, JobState):
+            raise ScheduleError(f"preempt needs a running job, got {type(job).__name__}")
+        if self.running.get(job.job_id) is not job:
+            raise ScheduleError(
+                f"job {job.job_id} cannot be preempted: it is not running (it is {job.status})"
+            )
         self.executor.stop(job)
         self._release(job)
         job.status = QUEUED
@@ -205,9 +273,13 @@ class Simulator:
     # ------------------------------------------------------------------ executor callbacks
     def job_finished(self, job: JobState, at: float | None = None) -> None:
         """``job`` completed at ``at`` (default now; earlier in ``rounds`` semantics, where its
-        GPUs are freed only at the boundary)."""
+        GPUs are freed only at the boundary: its last segment ends at ``at``, the GPU-seconds
+        until now count in ``held_after_finish``)."""
         job.finish = self.now if at is None else at
         self._release(job)
+        if at is not None:
+            job.segments[-1].end = at
+            self.held_after_finish += (self.now - at) * len(job.gpus)
         job.status = DONE
         job.iterations_left = 0
         job.service_left = 0.0
@@ -240,25 +312,17 @@ class Simulator:
         if tick:
             self.executor.tick(self.now)  # type: ignore[attr-defined]
         if self.finished < len(self.jobs):
-            self.policy.on_round(self)
+            try:
+                self.policy.on_round(self)
+            except (Exception, SystemExit) as e:
+                self._policy_failed("on_round", e)
             self._dirty = True
             self.at(self.now + interval, self._round, interval, tick)
 
     # ------------------------------------------------------------------ main loop
-    def run(self) -> SimResult:
-        """Process all events; return per-job records and the summary."""
-        rounds = self.semantics == "rounds"
-        step = self.round_interval
-        for job in self.jobs:
-            job.iterations_left = job.spec.iterations
-            # rounds: a job submitted at s is first seen at max(I, ⌈s/I⌉·I)
-            t = max(step, math.ceil(job.arrival / step - 1e-9) * step) if rounds else job.arrival
-            self.at(t, self._arrive, job)
-        interval = getattr(self.policy, "interval", None)
-        if rounds:
-            self.at(step, self._round, step, True)
-        elif interval:
-            self.at(self.jobs[0].arrival if self.jobs else 0.0, self._round, float(interval))
+    def _loop(self) -> int:
+        """Process every event in time order, then the policy and ``settle`` after each
+        instant; return the number of events."""
         heap = self._heap
         pop = heapq.heappop
         settle = self.executor.settle
@@ -276,21 +340,71 @@ class Simulator:
                 self._dirty = False
                 if self.queue:
                     self._loads_key = None  # loads are recomputed once per policy pass
-                    self.policy.schedule(self)
+                    try:
+                        self.policy.schedule(self)
+                    except (Exception, SystemExit) as e:
+                        self._policy_failed("schedule", e)
             settle()
+        return count
+
+    def run(self) -> SimResult:
+        """Process all events; return per-job records and the summary."""
+        rounds = self.semantics == "rounds"
+        step = self.round_interval
+        for job in self.jobs:
+            job.iterations_left = job.spec.iterations
+            # rounds: a job submitted at s is first seen at max(I, ⌈s/I⌉·I)
+            t = max(step, math.ceil(job.arrival / step - 1e-9) * step) if rounds else job.arrival
+            self.at(t, self._arrive, job)
+        interval = getattr(self.policy, "interval", None)
+        if interval and not (
+            isinstance(interval, (int, float, np.integer, np.floating))
+            and not isinstance(interval, bool)
+            and math.isfinite(interval)
+            and interval > 0
+        ):
+            text = f"its interval must be a number of seconds > 0, got {interval!r}"
+            if self.policy_origin is not None:
+                raise PolicyError(text, source=self.policy_origin.label)
+            raise ValueError(text)
+        if rounds:
+            self.at(step, self._round, step, True)
+        elif interval:
+            self.at(self.jobs[0].arrival if self.jobs else 0.0, self._round, float(interval))
+        try:
+            count = self._loop()
+        except InputError:
+            raise
+        except (Exception, SystemExit) as e:  # a user policy's code elsewhere (e.g. its gate)
+            hook = self.policy_origin.hook_of(e) if self.policy_origin is not None else None
+            if hook is None:
+                raise
+            raise self.policy_origin.error(e, hook) from e  # type: ignore[union-attr]
         self.events_processed = count
         unfinished = [j.job_id for j in self.jobs if j.status != DONE]
         if unfinished:
-            raise RuntimeError(
+            text = (
                 f"simulation ended with {len(unfinished)} unfinished jobs "
                 f"(first: {unfinished[:5]}); a job may never fit"
             )
+            if self.policy_origin is not None:
+                raise ScheduleError(
+                    f"the policy left {len(unfinished)} job(s) waiting forever "
+                    f"(first: {unfinished[:5]})",
+                    source=self.policy_origin.label,
+                )
+            raise RuntimeError(text)
         res = build_result(self.cluster, self.jobs, self.executor.busy_gpu_seconds())
         # what the run allowed, for `ddlsched check`: jobs per GPU (0 = memory only) and
         # whether jobs may run on another GPU count than they asked for
         res.summary["max_jobs_per_gpu"] = int(self.max_jobs_per_gpu or 0)
         res.summary["elastic"] = bool(getattr(self.policy, "elastic", False) or self._resized)
+        if rounds:
+            res.summary["held_after_finish_gpu_seconds"] = self.held_after_finish
         extras = getattr(self.policy, "summary_extras", None)
         if extras is not None:
-            res.summary.update(extras(self))
+            try:
+                res.summary.update(extras(self))
+            except (Exception, SystemExit) as e:
+                self._policy_failed("summary_extras", e)
         return res

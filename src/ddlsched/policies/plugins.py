@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import sys
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..errors import InputError, suggest
+from ..errors import InputError, PolicyError, ScheduleError, suggest
 
 #: names the built-in ``--policy`` values take besides the presets and planners
 PROFILE_POLICY_NAMES = ("tiresias", "fifo", "sjf", "sjf-ffs", "sjf-bsbf", "pollux")
@@ -25,6 +27,73 @@ class Registered:
     name: str
     factory: Callable[[], Any]
     description: str = ""
+
+
+@dataclass(frozen=True)
+class PolicyOrigin:
+    """Where a user policy comes from, so that its failures are one line naming it: ``label``
+    is what the message names (the file as given, ``module NAME`` or ``policy 'NAME'``),
+    ``path`` the file whose line numbers the message quotes (None: no line)."""
+
+    label: str
+    path: str | None = None
+
+    def _innermost(self, exc: BaseException) -> traceback.FrameSummary | None:
+        """The innermost frame of ``path`` in ``exc``'s traceback (None if it is not there)."""
+        if self.path is None:
+            return None
+        found = None
+        for frame in traceback.extract_tb(exc.__traceback__):
+            name = frame.filename
+            if name == self.path or (
+                not name.startswith("<") and str(Path(name).resolve()) == self.path
+            ):
+                found = frame
+        return found
+
+    def _line(self, exc: BaseException) -> int | None:
+        frame = self._innermost(exc)
+        return None if frame is None else frame.lineno
+
+    def hook_of(self, exc: BaseException) -> str | None:
+        """The function of ``path`` innermost in ``exc``'s traceback (None: no code of the
+        policy's file was running, so ``exc`` is not the policy's)."""
+        frame = self._innermost(exc)
+        return None if frame is None else frame.name
+
+    def error(self, exc: BaseException, during: str) -> InputError:
+        """The one-line error for ``exc`` raised by the policy ``during`` a step (``import``,
+        ``the factory``, ``schedule``, ``on_round`` …); chain it with ``from exc``."""
+        line = self._line(exc)
+        if isinstance(exc, ScheduleError):
+            return ScheduleError(exc.message, source=self.label, line=line)
+        if isinstance(exc, SyntaxError) and during == "import":
+            return PolicyError(
+                f"syntax error: {exc.msg}", source=self.label, line=exc.lineno or line
+            )
+        where = "on import" if during == "import" else f"in {during}"
+        if isinstance(exc, SystemExit):
+            what = f"called sys.exit({exc.code!r}) {where}"
+        else:
+            text = str(exc).strip().splitlines()
+            detail = f": {text[0]}{' …' if len(text) > 1 else ''}" if text else ""
+            what = f"raised {type(exc).__name__} {where}{detail}"
+        return PolicyError(f"policy {what}", source=self.label, line=line)
+
+
+def origin_of(spec: str) -> PolicyOrigin:
+    """The ``PolicyOrigin`` of a ``--policy`` value naming a user policy."""
+    where, _, _ = spec.rpartition(":")
+    if where.endswith(".py"):
+        return PolicyOrigin(where, str(Path(where).resolve()))
+    if where:
+        return PolicyOrigin(f"module {where}", _module_file(where))
+    reg = _REGISTRY.get(spec.lower())
+    try:
+        path = inspect.getsourcefile(reg.factory) if reg is not None else None
+    except TypeError:  # a builtin or a callable object without a source file
+        path = None
+    return PolicyOrigin(f"policy '{spec}'", str(Path(path).resolve()) if path else None)
 
 
 _REGISTRY: dict[str, Registered] = {}
@@ -88,9 +157,10 @@ def check_policy(obj: Any, where: str) -> Any:
     return obj
 
 
-def _load_file(path: Path) -> ModuleType:
-    """Execute a Python file once per process and return it as a module."""
-    path = path.resolve()
+def _load_file(shown: Path) -> ModuleType:
+    """Execute a Python file once per process and return it as a module (a file that does
+    not load is a ``PolicyError`` naming it)."""
+    path = shown.resolve()
     mod = _FILE_MODULES.get(path)
     if mod is None:
         name = f"_ddlsched_plugin_{len(_FILE_MODULES)}_{path.stem}"
@@ -100,11 +170,24 @@ def _load_file(path: Path) -> ModuleType:
         sys.modules[name] = mod  # dataclasses and pickling look the module up here
         try:
             spec.loader.exec_module(mod)
+        except (Exception, SystemExit) as e:
+            del sys.modules[name]
+            raise PolicyOrigin(str(shown), str(path)).error(e, "import") from e
         except BaseException:
             del sys.modules[name]
             raise
         _FILE_MODULES[path] = mod
     return mod
+
+
+def _module_file(name: str) -> str | None:
+    """The resolved source file of module ``name`` (None if it cannot be found)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    origin = getattr(spec, "origin", None)
+    return str(Path(origin).resolve()) if origin and Path(origin).is_file() else None
 
 
 def load_factory(spec: str) -> Any:
@@ -121,11 +204,65 @@ def load_factory(spec: str) -> Any:
         try:
             mod = importlib.import_module(where)
         except ModuleNotFoundError as e:
-            raise InputError(f"cannot import module {where!r}: {e}", field="policy") from None
+            if e.name is not None and (where == e.name or where.startswith(f"{e.name}.")):
+                raise InputError(f"cannot import module {where!r}: {e}", field="policy") from None
+            raise PolicyOrigin(f"module {where}", _module_file(where)).error(e, "import") from e
+        except (Exception, SystemExit) as e:
+            raise PolicyOrigin(f"module {where}", _module_file(where)).error(e, "import") from e
     if not hasattr(mod, attr):
         public = [n for n in vars(mod) if not n.startswith("_")]
         raise InputError(f"no name {attr!r}{suggest(attr, public)}", source=where, field="policy")
     return getattr(mod, attr)
+
+
+def _needs_arguments(factory: Callable[..., Any]) -> list[str]:
+    """The parameters ``factory()`` would miss (none for a zero-argument callable)."""
+    try:
+        sig = inspect.signature(factory)
+    except (TypeError, ValueError):  # a builtin without a signature: let the call decide
+        return []
+    return [
+        p.name
+        for p in sig.parameters.values()
+        if p.default is p.empty
+        and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    ]
+
+
+def _build(factory: Callable[[], Any], name: str, origin: PolicyOrigin) -> Any:
+    """``factory()``, its failures one line naming ``origin`` (``KeyboardInterrupt`` passes)."""
+    missing = _needs_arguments(factory)
+    if missing:
+        raise PolicyError(
+            f"factory {name} needs arguments ({', '.join(missing)}); it must be callable with "
+            "none (a class, or a function returning a policy)",
+            source=origin.label,
+            field="policy",
+        )
+    try:
+        return factory()
+    except InputError:
+        raise
+    except (Exception, SystemExit) as e:
+        raise origin.error(e, f"factory {name}") from e
+
+
+def resolve_user_policy(policy: Any) -> tuple[Any, PolicyOrigin | None] | None:
+    """``resolve_policy`` and the ``PolicyOrigin`` of a policy given by name (None for a
+    policy object: a library caller gets its exceptions as they are)."""
+    if not isinstance(policy, str):
+        return check_policy(policy, type(policy).__name__), None
+    if ":" in policy:
+        obj = load_factory(policy)
+        origin = origin_of(policy)
+        attr = policy.rpartition(":")[2]
+        built = _build(obj, attr, origin) if callable(obj) else obj
+        return check_policy(built, policy), origin
+    reg = _REGISTRY.get(policy.lower())
+    if reg is not None:
+        origin = origin_of(policy)
+        return check_policy(_build(reg.factory, reg.name, origin), policy), origin
+    return None
 
 
 def resolve_policy(policy: Any) -> Any | None:
@@ -133,14 +270,7 @@ def resolve_policy(policy: Any) -> Any | None:
 
     ``policy`` is a policy object (used as is), ``MODULE:NAME`` / ``FILE.py:NAME`` (``NAME`` is
     a zero-argument factory or class, called once per run, or a policy object), or a name
-    given to ``register_policy``.
+    given to ``register_policy``. A file or factory that fails is a one-line ``PolicyError``.
     """
-    if not isinstance(policy, str):
-        return check_policy(policy, type(policy).__name__)
-    if ":" in policy:
-        obj = load_factory(policy)
-        return check_policy(obj() if callable(obj) else obj, policy)
-    reg = _REGISTRY.get(policy.lower())
-    if reg is not None:
-        return check_policy(reg.factory(), policy)
-    return None
+    found = resolve_user_policy(policy)
+    return None if found is None else found[0]
