@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
@@ -12,7 +13,9 @@ from .core.jobexec import JobExecutor, WangJobLevel
 from .core.results import SimResult
 from .core.simulator import Simulator
 from .core.taskexec import TaskExecutor
+from .core.timing import MAX_TIME, MIN_DURATION, check_job_times
 from .errors import InputError, suggest
+from .parsing import NumberError, describe, parse_float, to_float, to_int
 from .perf.builtin_apps import builtin_profiles
 from .perf.contention import LinearContention
 from .perf.profiles import read_pair_interference
@@ -85,24 +88,46 @@ class Settings:
                 if isinstance(default, bool):
                     text = str(raw).lower()
                     if text not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-                        raise ValueError(text)
+                        raise NumberError(f"expected true or false, got {describe(raw)}")
                     val: object = text in ("1", "true", "yes", "on")
                 elif isinstance(default, int):
-                    val = int(raw)  # type: ignore[arg-type]
+                    val = to_int(raw, text=True)  # the one strict parser (ddlsched.parsing)
                 elif isinstance(default, float):
-                    val = float(raw)  # type: ignore[arg-type]
+                    val = to_float(raw, text=True)
                 else:
                     val = str(raw)
-            except (TypeError, ValueError):
-                raise InputError(
-                    f"expected a {type(default).__name__}, got {raw!r}", source=source, field=key
-                ) from None
+            except NumberError as e:
+                raise InputError(str(e), source=source, field=key) from None
             out[key] = val
         s = cls(**out)  # type: ignore[arg-type]
         s.check(source)
         return s
 
     def check(self, source: str = "--set") -> None:
+        """Every value in its range; numbers finite first (a range test such as ``x < 0`` lets
+        NaN through), times within the engine's range (``core/timing.py``)."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            kind = type(f.default)
+            if kind is float:
+                ok = isinstance(value, int | float) and not isinstance(value, bool)
+                if not (ok and math.isfinite(value)):
+                    raise InputError(
+                        f"expected a finite number, got {describe(value)}",
+                        source=source,
+                        field=f.name,
+                    )
+            elif kind is int and (not isinstance(value, int) or isinstance(value, bool)):
+                raise InputError(
+                    f"expected an integer, got {describe(value)}", source=source, field=f.name
+                )
+        for name in ("restart_delay", "rescale_delay", "interval", "horizon"):
+            if getattr(self, name) > MAX_TIME:
+                raise InputError(
+                    f"must be ≤ {MAX_TIME:g} s (the engine's time range, docs/models.md)",
+                    source=source,
+                    field=name,
+                )
         if self.granularity not in ("iteration", "job"):
             raise InputError("must be 'iteration' or 'job'", source=source, field="granularity")
         for name in ("iterations_per_task", "kappa"):
@@ -129,11 +154,15 @@ class Settings:
             raise InputError("must be ≥ 1", source=source, field="lam")
         if self.horizon < 1:
             raise InputError("must be ≥ 1", source=source, field="horizon")
-        if not self.interval > 0:
-            raise InputError("must be > 0", source=source, field="interval")
+        if not self.interval >= MIN_DURATION:
+            raise InputError(
+                f"must be ≥ {MIN_DURATION:g} s (the engine's time resolution, docs/models.md)",
+                source=source,
+                field="interval",
+            )
         try:
             hours = self.tiresias_thresholds_hours
-        except ValueError:
+        except NumberError:
             hours = ()
         if not hours or any(h <= 0 for h in hours) or list(hours) != sorted(hours):
             raise InputError(
@@ -161,7 +190,7 @@ class Settings:
 
     @property
     def tiresias_thresholds_hours(self) -> tuple[float, ...]:
-        return tuple(float(x) for x in self.tiresias_thresholds.split(","))
+        return tuple(parse_float(x) for x in self.tiresias_thresholds.split(","))
 
     @property
     def rar(self) -> RarModel:
@@ -482,6 +511,10 @@ def simulate(
     progress: Callable[[int, int], None] | None = None,
 ) -> SimResult:
     """Run one simulation and return its records and summary."""
+    from .workloads.presets import check_seed
+
+    check_seed(seed)
+    check_job_times(jobs)
     if settings is not None and not isinstance(settings, Settings):
         settings = Settings.from_mapping(settings)
     sim = build_simulator(
