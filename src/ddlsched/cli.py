@@ -175,6 +175,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _add_trace_options(p: argparse.ArgumentParser, standalone: bool = False) -> None:
     """The workload-file options (format and filters; docs/formats.md, "Job traces")."""
+    from .parsing import float_arg, int_arg
     from .workloads.traces import TRACE_FORMATS
 
     g = p.add_argument_group("workload file format and filters")
@@ -184,16 +185,21 @@ def _add_trace_options(p: argparse.ArgumentParser, standalone: bool = False) -> 
         help="file format instead of detecting it: " + ", ".join(TRACE_FORMATS),
     )
     g.add_argument(
-        "--trace-start", type=float, metavar="S", help="keep arrivals ≥ S seconds (shifted to 0)"
+        "--trace-start",
+        type=float_arg,
+        metavar="S",
+        help="keep arrivals ≥ S seconds (shifted to 0)",
     )
-    g.add_argument("--trace-end", type=float, metavar="S", help="keep arrivals < S seconds")
-    g.add_argument("--max-gpus", type=int, metavar="N", help="drop jobs wanting more than N GPUs")
-    g.add_argument("--sample", type=int, metavar="N", help="keep N jobs at random (by --seed)")
+    g.add_argument("--trace-end", type=float_arg, metavar="S", help="keep arrivals < S seconds")
     g.add_argument(
-        "--load-scale", type=float, metavar="X", help="X times denser arrivals (arrival / X)"
+        "--max-gpus", type=int_arg, metavar="N", help="drop jobs wanting more than N GPUs"
+    )
+    g.add_argument("--sample", type=int_arg, metavar="N", help="keep N jobs at random (by --seed)")
+    g.add_argument(
+        "--load-scale", type=float_arg, metavar="X", help="X times denser arrivals (arrival / X)"
     )
     if standalone:
-        g.add_argument("--seed", type=int, default=0, help="seed for --sample (default 0)")
+        g.add_argument("--seed", type=int_arg, default=0, help="seed for --sample (default 0)")
     g.add_argument(
         "--gavel-throughputs",
         metavar="FILE",
@@ -247,6 +253,8 @@ def cmd_trace_convert(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .parsing import int_arg
+
     p = argparse.ArgumentParser(
         prog="ddlsched",
         description="Simulate and reproduce schedulers for distributed deep-learning jobs.",
@@ -267,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
         "FILE.py:FACTORY or MODULE:FACTORY (docs/tutorial-policy.md)",
     )
     r.add_argument("--placement", help="override the preset's placement: ff, ls, rand, lwf, lwf-K")
-    r.add_argument("--seed", type=int, help="seed for generators and RAND (default 0)")
+    r.add_argument("--seed", type=int_arg, help="seed for generators and RAND (default 0)")
     r.add_argument(
         "--set",
         action="append",
