@@ -124,7 +124,7 @@ class Settings:
         for name in ("restart_delay", "rescale_delay", "interval", "horizon"):
             if getattr(self, name) > MAX_TIME:
                 raise InputError(
-                    f"must be ≤ {MAX_TIME:g} s (the engine's time range, docs/models.md)",
+                    "must be ≤ 1e9 s (the engine's time range, docs/models.md)",
                     source=source,
                     field=name,
                 )
@@ -156,7 +156,7 @@ class Settings:
             raise InputError("must be ≥ 1", source=source, field="horizon")
         if not self.interval >= MIN_DURATION:
             raise InputError(
-                f"must be ≥ {MIN_DURATION:g} s (the engine's time resolution, docs/models.md)",
+                "must be ≥ 1e-6 s (1 µs; the engine rounds times to 1 ns, docs/models.md)",
                 source=source,
                 field="interval",
             )

@@ -23,7 +23,7 @@ MAX_TIME = 1e9
 #: Shortest positive duration or per-iteration compute time accepted: 1 µs.
 MIN_DURATION = 1e-6
 
-_RANGE = f"the engine's time range is 0 to {MAX_TIME:g} s (about 31.7 years; docs/models.md)"
+_RANGE = "the engine's time range [0, 1e9] s (about 31.7 years; docs/models.md)"
 
 
 def check_job_times(jobs: Iterable[JobSpec], source: str | None = None, note: str = "") -> None:
@@ -43,8 +43,8 @@ def check_job_times(jobs: Iterable[JobSpec], source: str | None = None, note: st
         if j.duration:
             if not (math.isfinite(j.duration) and MIN_DURATION <= j.duration <= MAX_TIME):
                 raise InputError(
-                    f"{who}: duration {j.duration:g} s is outside [{MIN_DURATION:g}, "
-                    f"{MAX_TIME:g}] s ({_RANGE}, resolution 1 ns){tail}",
+                    f"{who}: duration {j.duration:g} s is outside [1e-6, 1e9] s (durations of "
+                    f"at least 1 µs within {_RANGE}){tail}",
                     source=source,
                     field="duration",
                 )
@@ -54,7 +54,7 @@ def check_job_times(jobs: Iterable[JobSpec], source: str | None = None, note: st
             if j.iterations and step and not (math.isfinite(step) and step >= MIN_DURATION):
                 raise InputError(
                     f"{who}: compute time per iteration {step:g} s (t_forward + t_backward) is "
-                    f"below {MIN_DURATION:g} s (the engine's resolution is 1 ns){tail}",
+                    f"below 1e-6 s (1 µs; the engine rounds times to 1 ns){tail}",
                     source=source,
                     field="t_forward",
                 )
