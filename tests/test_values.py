@@ -537,3 +537,29 @@ def test_json_loader_rejects_non_finite_and_huge_numbers() -> None:
         with pytest.raises(InputError, match=words) as info:
             load_json(text, "f.json")
         assert info.value.field == "a"
+
+
+# ---------------------------------------------------------------------- numbers inside names
+def test_numbers_inside_names_are_ascii() -> None:
+    from ddlsched.policies.placement import make_placement
+    from ddlsched.report.plot import parse_window
+
+    assert len(load_workload("luo24-12")) == 12
+    with pytest.raises(InputError, match="no such workload preset"):
+        load_workload("luo24-١٢")  # Python's int() reads this as 12
+    assert load_cluster("yu22-2").num_gpus > 0
+    with pytest.raises(InputError, match="unknown cluster"):
+        load_cluster("yu22-٢")
+    with pytest.raises(KeyError):
+        make_placement("lwf-٢")
+    assert parse_window("10:2e1") == (10.0, 20.0)
+    for window in ("1_0:20", "nan:5", "0:inf"):
+        with pytest.raises(InputError, match="START:END"):
+            parse_window(window)
+
+
+def test_simulate_checks_a_settings_object_made_directly() -> None:
+    jobs = load_workload("wang20")[:2]
+    with pytest.raises(InputError, match="finite") as info:
+        simulate(load_cluster("tiny"), jobs, "ada-srsf", settings=Settings(xi2=math.nan))
+    assert info.value.field == "xi2"

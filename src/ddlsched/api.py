@@ -515,7 +515,9 @@ def simulate(
 
     check_seed(seed)
     check_job_times(jobs)
-    if settings is not None and not isinstance(settings, Settings):
+    if isinstance(settings, Settings):
+        settings.check("settings")  # a Settings made directly has not been checked yet
+    elif settings is not None:
         settings = Settings.from_mapping(settings)
     sim = build_simulator(
         cluster,

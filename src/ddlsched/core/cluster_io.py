@@ -112,7 +112,7 @@ CLUSTER_PRESETS: dict[str, Callable[[int], Cluster]] = {
     ),
 }
 #: ``yu22-N``: the yu22 draw cut to its first N servers
-_SIZED = re.compile(r"^yu22-(\d+)$")
+_SIZED = re.compile(r"^yu22-([0-9]+)$")
 
 SERVER_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Server))
 _TOP_KEYS = ("name", "defaults", "servers")

@@ -74,7 +74,7 @@ SCALABILITY_COLUMNS: tuple[str, ...] = (
 )
 VALIDATION_COLUMNS: tuple[str, ...] = ("progress", "grad_sqr", "grad_var")
 
-_VALIDATION_NAME = re.compile(r"validation-(\d+)\.csv")
+_VALIDATION_NAME = re.compile(r"validation-([0-9]+)\.csv")
 
 #: A measured placement row: (GPUs per node, local_bsz, step_time, sync_time).
 PlacementRow = tuple[tuple[int, ...], float, float, float]

@@ -82,7 +82,7 @@ def _load(spec: str, seed: int, philly: str | None, trace: TraceOptions) -> list
 
 def _preset(spec: str, seed: int, philly: str | None) -> list[JobSpec] | None:
     name = spec.lower()
-    sized = re.match(r"^luo24-(\d+)$", name)
+    sized = re.match(r"^luo24-([0-9]+)$", name)
     if (name == "luo24" or sized) and not Path(spec).is_file():
         from .luo24 import generate_pollux_workload
 

@@ -49,8 +49,8 @@ TIRESIAS_REQUIRED: tuple[str, ...] = ("num_gpu", "submit_time", "duration")
 #: Model name of trace jobs whose format names none (Philly).
 PLACEHOLDER_MODEL = "trace"
 
-_BATCH_RE = re.compile(r"\(batch size (\d+)\)")
-_KEY_RE = re.compile(r"^\('(.*)', (\d+)\)$")
+_BATCH_RE = re.compile(r"\(batch size ([0-9]+)\)")
+_KEY_RE = re.compile(r"^\('(.*)', ([0-9]+)\)$")
 
 
 def placeholder_model(name: str, batch_size: int = 0) -> ModelProfile:
