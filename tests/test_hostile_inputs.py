@@ -162,6 +162,11 @@ def test_lenient_numbers_in_files_and_options(tmp_path: Path) -> None:
     one_line_error(ddl(*run_args(tmp_path, workload=str(w)), cwd=tmp_path), "num_gpus")
     proc = ddl("trace", "stats", "wang20", "--sample", "1_0", cwd=tmp_path)
     assert proc.returncode == 2 and "invalid integer value: '1_0'" in proc.stderr
+    for args in (["run", "--seed", "١"], ["plot", "d", "--out", "p", "--max-gpus", "٦٤"]):
+        proc = ddl(*args, cwd=tmp_path)  # Python's int() takes Arabic-Indic digits
+        assert proc.returncode == 2 and "invalid integer value" in proc.stderr
+    proc = ddl("trace", "stats", "wang20", "--load-scale", "nan", cwd=tmp_path)
+    assert proc.returncode == 2 and "invalid number value: 'nan'" in proc.stderr
 
 
 def test_trace_convert_without_durations_writes_nothing(tmp_path: Path) -> None:

@@ -307,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
         "reproduce", help="rerun a paper experiment; our numbers beside the paper's"
     )
     rp.add_argument("experiment", metavar="EXPERIMENT", help="e.g. wang20-table4 (see `list`)")
-    rp.add_argument("--seeds", type=int, help="number of seeds (default: the experiment's)")
+    rp.add_argument("--seeds", type=int_arg, help="number of seeds (default: the experiment's)")
     rp.add_argument("--variant", help="comma-separated subset of variants, e.g. coarse")
     rp.add_argument("--workers", type=int, help="parallel processes (default: all cores)")
     rp.add_argument("--out", required=True, help="output directory")
@@ -321,7 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pl.add_argument("--format", default="png", help="png (default), svg or pdf")
     pl.add_argument("--window", metavar="START:END", help="Gantt time window in seconds")
-    pl.add_argument("--max-gpus", type=int, default=64, help="Gantt rows (default 64)")
+    pl.add_argument("--max-gpus", type=int_arg, default=64, help="Gantt rows (default 64)")
     pl.set_defaults(func=cmd_plot)
 
     rep = sub.add_parser("report", help="one self-contained HTML report of result directories")
