@@ -563,3 +563,13 @@ def test_simulate_checks_a_settings_object_made_directly() -> None:
     with pytest.raises(InputError, match="finite") as info:
         simulate(load_cluster("tiny"), jobs, "ada-srsf", settings=Settings(xi2=math.nan))
     assert info.value.field == "xi2"
+
+
+def test_numpy_scalars_are_numbers_but_not_bools() -> None:
+    import numpy as np
+
+    s = Settings.from_mapping({"kappa": np.int64(2), "xi2": np.float64(0.1)})
+    assert s.kappa == 2 and type(s.kappa) is int and s.xi2 == 0.1
+    Settings(kappa=np.int64(2)).check()  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="expected an integer"):
+        Settings.from_mapping({"kappa": np.bool_(True)})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
@@ -15,7 +14,7 @@ from .core.simulator import Simulator
 from .core.taskexec import TaskExecutor
 from .core.timing import MAX_TIME, MIN_DURATION, check_job_times
 from .errors import InputError, suggest
-from .parsing import NumberError, describe, parse_float, to_float, to_int
+from .parsing import NumberError, check_float, check_int, describe, parse_float, to_float, to_int
 from .perf.builtin_apps import builtin_profiles
 from .perf.contention import LinearContention
 from .perf.profiles import read_pair_interference
@@ -107,20 +106,14 @@ class Settings:
         """Every value in its range; numbers finite first (a range test such as ``x < 0`` lets
         NaN through), times within the engine's range (``core/timing.py``)."""
         for f in fields(self):
-            value = getattr(self, f.name)
             kind = type(f.default)
-            if kind is float:
-                ok = isinstance(value, int | float) and not isinstance(value, bool)
-                if not (ok and math.isfinite(value)):
-                    raise InputError(
-                        f"expected a finite number, got {describe(value)}",
-                        source=source,
-                        field=f.name,
-                    )
-            elif kind is int and (not isinstance(value, int) or isinstance(value, bool)):
-                raise InputError(
-                    f"expected an integer, got {describe(value)}", source=source, field=f.name
-                )
+            try:
+                if kind is float:
+                    check_float(getattr(self, f.name))
+                elif kind is int:
+                    check_int(getattr(self, f.name))
+            except NumberError as e:
+                raise InputError(str(e), source=source, field=f.name) from None
         for name in ("restart_delay", "rescale_delay", "interval", "horizon"):
             if getattr(self, name) > MAX_TIME:
                 raise InputError(

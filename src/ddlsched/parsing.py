@@ -18,6 +18,7 @@ import csv
 import io
 import json
 import math
+import numbers
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -96,8 +97,9 @@ def _int_range(n: int, shown: object) -> int:
 
 
 def check_float(value: object) -> float:
-    """A finite number given as a typed value (JSON/TOML/YAML number; not bool or text)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    """A finite number given as a typed value (JSON/TOML/YAML number, a numpy scalar; not a
+    bool or text)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise NumberError(f"expected a number, got {describe(value)}")
     x = float(value)
     if not math.isfinite(x):
@@ -107,8 +109,8 @@ def check_float(value: object) -> float:
 
 def check_int(value: object) -> int:
     """An integer given as a typed value; an integral float (``4.0``) counts."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return _int_range(value, value)
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return _int_range(int(value), value)
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return _int_range(int(value), value)
     raise NumberError(f"expected an integer, got {describe(value)}")
