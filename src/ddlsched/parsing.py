@@ -58,8 +58,11 @@ def describe(value: object) -> str:
         return "a list"
     if isinstance(value, dict):
         return "a table"
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, numbers.Real):
+        x = float(value)
+        if not math.isfinite(x):
+            return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+        return repr(value.item() if hasattr(value, "item") else value)  # numpy: 2.5, not np...
     return repr(value)
 
 
