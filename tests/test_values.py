@@ -573,3 +573,38 @@ def test_numpy_scalars_are_numbers_but_not_bools() -> None:
     Settings(kappa=np.int64(2)).check()  # type: ignore[arg-type]
     with pytest.raises(InputError, match="expected an integer"):
         Settings.from_mapping({"kappa": np.bool_(True)})
+
+
+# ---------------------------------------------------------------------- finite model times
+@pytest.mark.parametrize("key, value", [("a", "2e9"), ("b", "2"), ("eta", "1e300")])
+def test_contention_settings_keep_all_reduce_times_finite(key: str, value: str) -> None:
+    with pytest.raises(InputError) as info:  # a=1e308 overflowed to a traceback before
+        Settings.from_mapping({key: value})
+    assert info.value.field == key
+
+
+def test_model_size_is_bounded(tmp_path: Path) -> None:
+    text = "job_id,arrival,num_gpus,iterations,model,size_mb\n0,0,8,5,vgg16,1e308\n"
+    with pytest.raises(InputError, match="size_mb must be <= 1e9") as info:
+        read_workload(write(tmp_path, "w.csv", text))
+    assert (info.value.line, info.value.field) == (2, "size_mb")
+
+
+def test_a_run_ending_beyond_the_range_returns_no_result() -> None:
+    from ddlsched.core.results import JobRecord
+    from ddlsched.core.timing import check_run_end
+
+    def rec(finish: float) -> JobRecord:
+        return JobRecord(3, 0.0, 0.0, finish, 1, "0", 0)
+
+    check_run_end([rec(1.0), rec(MAX_TIME)])
+    for finish in (2e9, math.inf, math.nan):
+        with pytest.raises(InputError, match="job 3 finishes"):
+            check_run_end([rec(1.0), rec(finish)])
+
+
+def test_extreme_rar_settings_give_an_error_not_a_zero_division() -> None:
+    for key in ("xi1", "alpha"):  # f(α, k) overflows, the bandwidth underflows to 0
+        settings = {"model": "rar", key: 1e308}
+        with pytest.raises(InputError, match="beyond the engine's time range"):
+            simulate(load_cluster("wang20"), load_workload("wang20"), "ada-srsf", settings=settings)

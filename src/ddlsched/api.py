@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
@@ -12,7 +13,7 @@ from .core.jobexec import JobExecutor, WangJobLevel
 from .core.results import SimResult
 from .core.simulator import Simulator
 from .core.taskexec import TaskExecutor
-from .core.timing import MAX_TIME, MIN_DURATION, check_job_times
+from .core.timing import MAX_PER_BYTE, MAX_TIME, MIN_DURATION, check_job_times, check_run_end
 from .errors import InputError, suggest
 from .parsing import NumberError, check_float, check_int, describe, parse_float, to_float, to_int
 from .perf.builtin_apps import builtin_profiles
@@ -114,7 +115,14 @@ class Settings:
                     check_int(getattr(self, f.name))
             except NumberError as e:
                 raise InputError(str(e), source=source, field=f.name) from None
-        for name in ("restart_delay", "rescale_delay", "interval", "horizon"):
+        for name in ("b", "eta"):
+            if getattr(self, name) > MAX_PER_BYTE:
+                raise InputError(
+                    "must be ≤ 1 s per byte (all-reduce times must stay finite)",
+                    source=source,
+                    field=name,
+                )
+        for name in ("a", "restart_delay", "rescale_delay", "interval", "horizon"):
             if getattr(self, name) > MAX_TIME:
                 raise InputError(
                     "must be ≤ 1e9 s (the engine's time range, docs/models.md)",
@@ -521,4 +529,9 @@ def simulate(
         settings=settings,
         progress=progress,
     )
-    return sim.run()
+    with warnings.catch_warnings(record=True) as caught:
+        result = sim.run()
+    check_run_end(result.jobs)  # before the run's warnings: an inf finish makes numpy warn
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    return result

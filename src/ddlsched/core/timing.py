@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Protocol
 
 from ..errors import InputError
 from .job import JobSpec
@@ -22,6 +23,11 @@ RESOLUTION = 1e-9
 MAX_TIME = 1e9
 #: Shortest positive duration or per-iteration compute time accepted: 1 µs.
 MIN_DURATION = 1e-6
+#: Largest model (gradient) size accepted, in MB: 1e9 MB = 1 PB keeps every all-reduce time
+#: a finite float for any contention setting within its bounds (``api.Settings.check``).
+MAX_SIZE_MB = 1e9
+#: Largest per-byte all-reduce cost (``b``, ``eta``): 1 s per byte.
+MAX_PER_BYTE = 1.0
 
 _RANGE = "the engine's time range [0, 1e9] s (about 31.7 years; docs/models.md)"
 
@@ -65,3 +71,20 @@ def check_job_times(jobs: Iterable[JobSpec], source: str | None = None, note: st
                 source=source,
                 field="duration" if j.duration else "iterations",
             )
+
+
+class _Finished(Protocol):
+    job_id: int
+    finish: float
+
+
+def check_run_end(records: Iterable[_Finished]) -> None:
+    """``InputError`` when a run ended beyond :data:`MAX_TIME` (queueing or slow settings
+    pushed a finish there, where times are no longer exact): its results would be silently
+    rounded, so none are returned."""
+    late = next((r for r in records if not r.finish <= MAX_TIME), None)  # NaN included
+    if late is not None:
+        raise InputError(
+            f"job {late.job_id} finishes at {late.finish:g} s, beyond {_RANGE}; lower the "
+            "load or the settings that lengthen jobs"
+        )

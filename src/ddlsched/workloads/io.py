@@ -17,6 +17,7 @@ from typing import Any
 from ..core.cluster import Cluster
 from ..core.job import JobSpec, ModelProfile
 from ..core.results import atomic_write_text, csv_text
+from ..core.timing import MAX_SIZE_MB
 from ..errors import InputError, quote, suggest
 from ..parsing import NumberError, csv_rows, describe, load_json, to_float, to_int
 from ..perf.models import WANG20_MODELS, builtin_model
@@ -129,6 +130,8 @@ def _build_job(
             value = _to_float(raw, name, where)
             if value < 0:
                 raise where.error(f"{name} must be >= 0, got {value:g}", name)
+            if name == "size_mb" and value > MAX_SIZE_MB:
+                raise where.error(f"size_mb must be <= 1e9 (1 PB), got {value:g}", name)
         overrides[name] = value
 
     key = (model_name, *sorted(overrides.items()))
