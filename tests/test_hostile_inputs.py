@@ -194,3 +194,12 @@ def test_run_pushed_beyond_the_time_range_is_one_line(tmp_path: Path) -> None:
         line = one_line_error(ddl(*args, cwd=tmp_path))
         assert "beyond the engine's time range" in line or "field 'a'" in line
         assert not (tmp_path / "out").exists()
+
+
+def test_deeply_nested_toml_config_and_sweep_are_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "deep.toml"
+    path.write_text("x = " + nested_json() + "\n")  # tomllib recursed into RecursionError
+    for command in ("run", "sweep"):
+        proc = ddl(command, "--config", str(path), "--out", "out", cwd=tmp_path)
+        one_line_error(proc, "deep.toml", "nested")
+    assert not (tmp_path / "out").exists()
