@@ -71,7 +71,8 @@ def _is_missing(value: Any) -> bool:
 
 
 def _describe(value: Any) -> str:
-    return describe(value)
+    """``parsing.describe`` in JSON's words (an object, not a table)."""
+    return "an object" if isinstance(value, dict) else describe(value)
 
 
 def _to_float(value: Any, field: str, where: _Where) -> float:
