@@ -608,3 +608,11 @@ def test_extreme_rar_settings_give_an_error_not_a_zero_division() -> None:
         settings = {"model": "rar", key: 1e308}
         with pytest.raises(InputError, match="beyond the engine's time range"):
             simulate(load_cluster("wang20"), load_workload("wang20"), "ada-srsf", settings=settings)
+
+
+def test_nesting_through_aliases_counts_in_full() -> None:
+    text = "a0: &a0 " + "[" * 40 + "]" * 40 + "\n"
+    for i in range(1, 4):  # each anchor nests the previous one 40 levels deeper
+        text += f"a{i}: &a{i} " + "[" * 40 + f"*a{i - 1}" + "]" * 40 + "\n"
+    with pytest.raises(InputError, match="nested more than 64 levels"):
+        load_yaml(text, "f.yaml")

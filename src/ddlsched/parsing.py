@@ -147,9 +147,9 @@ int_arg.__name__ = "integer"
 # ---------------------------------------------------------------------------------- nesting
 def check_depth(data: Any, source: str, what: str) -> None:
     """``InputError`` when lists/tables nest deeper than :data:`MAX_DEPTH` (walked without
-    recursion, so the check itself cannot exhaust the stack)."""
+    recursion, so the check itself cannot exhaust the stack; YAML aliases are walked where
+    they are used, which their bounded expansion keeps cheap, and cannot form cycles)."""
     stack: list[tuple[Any, int]] = [(data, 0)]
-    seen: set[int] = set()
     while stack:
         node, depth = stack.pop()
         if isinstance(node, dict):
@@ -160,9 +160,6 @@ def check_depth(data: Any, source: str, what: str) -> None:
             continue
         if depth >= MAX_DEPTH:
             raise InputError(f"{what} nested more than {MAX_DEPTH} levels deep", source=source)
-        if id(node) in seen:
-            continue  # shared (YAML alias) nodes are walked once
-        seen.add(id(node))
         stack.extend((c, depth + 1) for c in children)
 
 
