@@ -15,7 +15,7 @@ from ddlsched.workloads.presets import load_workload
 def test_settings_parse_and_reject() -> None:
     s = Settings.from_mapping({"iterations_per_task": "1000", "shortcuts": "off", "eta": "0"})
     assert s.iterations_per_task == 1000 and s.shortcuts is False and s.eta == 0.0
-    with pytest.raises(InputError, match="expected a bool"):
+    with pytest.raises(InputError, match="expected true or false"):  # plain words (#11)
         Settings.from_mapping({"shortcuts": "maybe"})
     with pytest.raises(InputError, match="must be 'iteration' or 'job'"):
         Settings.from_mapping({"granularity": "layer"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
@@ -12,7 +13,9 @@ from .core.jobexec import JobExecutor, WangJobLevel
 from .core.results import SimResult
 from .core.simulator import Simulator
 from .core.taskexec import TaskExecutor
+from .core.timing import MAX_PER_BYTE, MAX_TIME, MIN_DURATION, check_job_times, check_run_end
 from .errors import InputError, suggest
+from .parsing import NumberError, check_float, check_int, describe, parse_float, to_float, to_int
 from .perf.builtin_apps import builtin_profiles
 from .perf.contention import LinearContention
 from .perf.profiles import read_pair_interference
@@ -98,24 +101,47 @@ class Settings:
                 if isinstance(default, bool):
                     text = str(raw).lower()
                     if text not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-                        raise ValueError(text)
+                        raise NumberError(f"expected true or false, got {describe(raw)}")
                     val: object = text in ("1", "true", "yes", "on")
                 elif isinstance(default, int):
-                    val = int(raw)  # type: ignore[arg-type]
+                    val = to_int(raw, text=True)  # the one strict parser (ddlsched.parsing)
                 elif isinstance(default, float):
-                    val = float(raw)  # type: ignore[arg-type]
+                    val = to_float(raw, text=True)
                 else:
                     val = str(raw)
-            except (TypeError, ValueError):
-                raise InputError(
-                    f"expected a {type(default).__name__}, got {raw!r}", source=source, field=key
-                ) from None
+            except NumberError as e:
+                raise InputError(str(e), source=source, field=key) from None
             out[key] = val
         s = cls(**out)  # type: ignore[arg-type]
         s.check(source)
         return s
 
     def check(self, source: str = "--set") -> None:
+        """Every value in its range; numbers finite first (a range test such as ``x < 0`` lets
+        NaN through), times within the engine's range (``core/timing.py``)."""
+        for f in fields(self):
+            kind = type(f.default)
+            try:
+                if kind is float:
+                    check_float(getattr(self, f.name))
+                elif kind is int:
+                    check_int(getattr(self, f.name))
+            except NumberError as e:
+                raise InputError(str(e), source=source, field=f.name) from None
+        for name in ("b", "eta"):
+            if getattr(self, name) > MAX_PER_BYTE:
+                raise InputError(
+                    "must be ≤ 1 s per byte (all-reduce times must stay finite)",
+                    source=source,
+                    field=name,
+                )
+        for name in ("a", "restart_delay", "rescale_delay", "interval", "horizon"):
+            if getattr(self, name) > MAX_TIME:
+                raise InputError(
+                    "must be ≤ 1e9 s (the engine's time range, docs/models.md)",
+                    source=source,
+                    field=name,
+                )
         if self.granularity not in ("iteration", "job"):
             raise InputError("must be 'iteration' or 'job'", source=source, field="granularity")
         for name in ("iterations_per_task", "kappa"):
@@ -142,11 +168,15 @@ class Settings:
             raise InputError("must be ≥ 1", source=source, field="lam")
         if self.horizon < 1:
             raise InputError("must be ≥ 1", source=source, field="horizon")
-        if not self.interval > 0:
-            raise InputError("must be > 0", source=source, field="interval")
+        if not self.interval >= MIN_DURATION:
+            raise InputError(
+                "must be ≥ 1e-6 s (1 µs; the engine rounds times to 1 ns, docs/models.md)",
+                source=source,
+                field="interval",
+            )
         try:
             hours = self.tiresias_thresholds_hours
-        except ValueError:
+        except NumberError:
             hours = ()
         if not hours or any(h <= 0 for h in hours) or list(hours) != sorted(hours):
             raise InputError(
@@ -174,7 +204,7 @@ class Settings:
 
     @property
     def tiresias_thresholds_hours(self) -> tuple[float, ...]:
-        return tuple(float(x) for x in self.tiresias_thresholds.split(","))
+        return tuple(parse_float(x) for x in self.tiresias_thresholds.split(","))
 
     @property
     def rar(self) -> RarModel:
@@ -617,7 +647,13 @@ def simulate(
     progress: Callable[[int, int], None] | None = None,
 ) -> SimResult:
     """Run one simulation and return its records and summary."""
-    if settings is not None and not isinstance(settings, Settings):
+    from .workloads.presets import check_seed
+
+    check_seed(seed)
+    check_job_times(jobs)
+    if isinstance(settings, Settings):
+        settings.check("settings")  # a Settings made directly has not been checked yet
+    elif settings is not None:
         settings = Settings.from_mapping(settings)
     sim = build_simulator(
         cluster,
@@ -628,4 +664,9 @@ def simulate(
         settings=settings,
         progress=progress,
     )
-    return sim.run()
+    with warnings.catch_warnings(record=True) as caught:
+        result = sim.run()
+    check_run_end(result.jobs)  # before the run's warnings: an inf finish makes numpy warn
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    return result

@@ -399,7 +399,6 @@ def _context(config: object, summary: Mapping | None, res: RunCheck) -> _Context
     """The cluster, workload and limits of the run, as far as they can be recovered."""
     ctx = _Context()
     cfg = config if isinstance(config, dict) else {}
-    settings = cfg.get("settings") if isinstance(cfg.get("settings"), dict) else {}
     known = summary is not None  # no summary: reported as missing, no notes about it
     summary = summary or {}
     elastic = summary.get("elastic")

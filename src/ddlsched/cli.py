@@ -221,6 +221,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _add_trace_options(p: argparse.ArgumentParser, standalone: bool = False) -> None:
     """The workload-file options (format and filters; docs/formats.md, "Job traces")."""
+    from .parsing import float_arg, int_arg
     from .workloads.traces import TRACE_FORMATS
 
     g = p.add_argument_group("workload file format and filters")
@@ -230,16 +231,21 @@ def _add_trace_options(p: argparse.ArgumentParser, standalone: bool = False) -> 
         help="file format instead of detecting it: " + ", ".join(TRACE_FORMATS),
     )
     g.add_argument(
-        "--trace-start", type=float, metavar="S", help="keep arrivals ≥ S seconds (shifted to 0)"
+        "--trace-start",
+        type=float_arg,
+        metavar="S",
+        help="keep arrivals ≥ S seconds (shifted to 0)",
     )
-    g.add_argument("--trace-end", type=float, metavar="S", help="keep arrivals < S seconds")
-    g.add_argument("--max-gpus", type=int, metavar="N", help="drop jobs wanting more than N GPUs")
-    g.add_argument("--sample", type=int, metavar="N", help="keep N jobs at random (by --seed)")
+    g.add_argument("--trace-end", type=float_arg, metavar="S", help="keep arrivals < S seconds")
     g.add_argument(
-        "--load-scale", type=float, metavar="X", help="X times denser arrivals (arrival / X)"
+        "--max-gpus", type=int_arg, metavar="N", help="drop jobs wanting more than N GPUs"
+    )
+    g.add_argument("--sample", type=int_arg, metavar="N", help="keep N jobs at random (by --seed)")
+    g.add_argument(
+        "--load-scale", type=float_arg, metavar="X", help="X times denser arrivals (arrival / X)"
     )
     if standalone:
-        g.add_argument("--seed", type=int, default=0, help="seed for --sample (default 0)")
+        g.add_argument("--seed", type=int_arg, default=0, help="seed for --sample (default 0)")
     g.add_argument(
         "--gavel-throughputs",
         metavar="FILE",
@@ -295,6 +301,8 @@ def cmd_trace_convert(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .parsing import int_arg
+
     p = argparse.ArgumentParser(
         prog="ddlsched",
         description="Simulate and reproduce schedulers for distributed deep-learning jobs.",
@@ -320,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
         "FILE.py:FACTORY or MODULE:FACTORY (docs/tutorial-policy.md)",
     )
     r.add_argument("--placement", help="override the preset's placement: ff, ls, rand, lwf, lwf-K")
-    r.add_argument("--seed", type=int, help="seed for generators and RAND (default 0)")
+    r.add_argument("--seed", type=int_arg, help="seed for generators and RAND (default 0)")
     r.add_argument(
         "--set",
         action="append",
@@ -368,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
         "reproduce", help="rerun a paper experiment; our numbers beside the paper's"
     )
     rp.add_argument("experiment", metavar="EXPERIMENT", help="e.g. wang20-table4 (see `list`)")
-    rp.add_argument("--seeds", type=int, help="number of seeds (default: the experiment's)")
+    rp.add_argument("--seeds", type=int_arg, help="number of seeds (default: the experiment's)")
     rp.add_argument("--variant", help="comma-separated subset of variants, e.g. coarse")
     rp.add_argument("--workers", type=int, help="parallel processes (default: all cores)")
     rp.add_argument("--out", required=True, help="output directory")
@@ -387,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pl.add_argument("--format", default="png", help="png (default), svg or pdf")
     pl.add_argument("--window", metavar="START:END", help="Gantt time window in seconds")
-    pl.add_argument("--max-gpus", type=int, default=64, help="Gantt rows (default 64)")
+    pl.add_argument("--max-gpus", type=int_arg, default=64, help="Gantt rows (default 64)")
     pl.set_defaults(func=cmd_plot)
 
     rep = sub.add_parser("report", help="one self-contained HTML report of result directories")

@@ -8,7 +8,6 @@ can be re-run exactly with ``ddlsched run --config OUT/config.json --out NEW``.
 
 from __future__ import annotations
 
-import json
 import re
 import tomllib
 from collections.abc import Callable, Mapping
@@ -19,6 +18,15 @@ from . import __version__
 from .api import Settings
 from .core.results import SimResult
 from .errors import InputError, suggest
+from .parsing import (
+    NumberError,
+    check_depth,
+    check_float,
+    check_int,
+    describe,
+    load_json,
+    too_deep,
+)
 
 
 @dataclass(frozen=True)
@@ -150,10 +158,7 @@ def read_config_file(path: str | Path) -> tuple[dict, str]:
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read config file: {e}", source=str(path)) from None
     if p.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise InputError(f"invalid JSON: {e.msg}", source=str(path), line=e.lineno) from None
+        data = load_json(text, str(path))
     else:
         try:
             data = tomllib.loads(text)
@@ -164,6 +169,9 @@ def read_config_file(path: str | Path) -> tuple[dict, str]:
                 source=str(path),
                 line=int(m.group(1)) if m else None,
             ) from None
+        except RecursionError:
+            raise too_deep(str(path), "TOML") from None
+        check_depth(data, str(path), "TOML")
     if not isinstance(data, dict):
         raise InputError("expected a table of keys at the top", source=str(path))
     return data, text
@@ -204,17 +212,40 @@ class ConfigText:
 
 
 def check_type(value: object, kind: type, where: ConfigText, table: str, key: str) -> object:
-    """``value`` if it has type ``kind`` (an int is a float; a bool is not a number)."""
-    if kind is bool:
-        ok = isinstance(value, bool)
-    elif kind is float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-    else:
-        ok = isinstance(value, kind) and not isinstance(value, bool)
-    if not ok:
-        names = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
-        raise where.error(f"expected {names[kind]}, got {value!r}", table, key)
-    return float(value) if kind is float else value  # type: ignore[arg-type]
+    """``value`` if it has type ``kind``: numbers through the one strict checker
+    (``ddlsched.parsing``: finite, an int is a float, an integral float is an int, a bool or
+    text is not a number)."""
+    try:
+        if kind is float:
+            return check_float(value)
+        if kind is int:
+            return check_int(value)
+    except NumberError as e:
+        raise where.error(str(e), table, key) from None
+    if not isinstance(value, kind):
+        names = {str: "a string", bool: "true or false"}
+        raise where.error(f"expected {names[kind]}, got {describe(value)}", table, key)
+    return value
+
+
+#: lower bounds of numeric run keys (``trace_start``/``trace_end`` are only finite)
+RUN_BOUNDS: dict[str, tuple[str, float]] = {
+    "seed": ("≥", 0),
+    "max_gpus": ("≥", 1),
+    "sample": ("≥", 1),
+    "load_scale": (">", 0),
+}
+
+
+def check_run_value(key: str, value: object) -> str | None:
+    """What is wrong with a typed run-key value (``seed`` ≥ 0, …), or None."""
+    bound = RUN_BOUNDS.get(key)
+    if bound is None or not isinstance(value, int | float):
+        return None
+    op, low = bound
+    if value < low or (op == ">" and value == low):
+        return f"must be {op} {low:g}, got {value:g}"
+    return None
 
 
 def check_keys(data: Mapping[str, object], known, where: ConfigText, table: str) -> None:
@@ -296,6 +327,9 @@ def parse_run_values(
         if raw is None and spec.optional:
             continue
         val = check_type(raw, spec.kind, where, "", key)
+        problem = check_run_value(key, val)
+        if problem:
+            raise where.error(problem, "", key)
         if isinstance(val, str):
             val = resolve_value(key, val, base)
         run[key] = val
@@ -306,7 +340,12 @@ def parse_run_values(
 def build_run_config(
     run: Mapping[str, object], settings: Mapping[str, object], source: str
 ) -> RunConfig:
-    """A ``RunConfig`` from validated values (``Settings`` checks ranges and choices)."""
+    """A ``RunConfig`` from validated values (``Settings`` checks ranges and choices; run
+    keys their bounds, also when a sweep grid sets them)."""
+    for key, value in run.items():
+        problem = check_run_value(key, value)
+        if problem:
+            raise InputError(problem, source=source, field=key)
     s = Settings.from_mapping(settings, source=f"{source} [settings]")
     return RunConfig(settings=s, source=source, **run)  # type: ignore[arg-type]
 
@@ -334,6 +373,10 @@ def with_overrides(
         for k, v in options.items()
         if v is not None
     }
+    for key, value in changes.items():
+        problem = check_run_value(key, value)
+        if problem:
+            raise InputError(problem, source=RUN_KEYS[key].option, field=key)
     if sets:
         merged = {f.name: getattr(cfg.settings, f.name) for f in fields(Settings)}
         override = Settings.from_mapping(sets)  # validates keys and parses strings

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import re
 import tomllib
 from collections.abc import Callable
@@ -15,6 +14,16 @@ import numpy as np
 import yaml
 
 from ..errors import InputError, quote, suggest
+from ..parsing import (
+    NumberError,
+    StrictYamlLoader,
+    check_depth,
+    check_float,
+    check_int,
+    load_json,
+    load_yaml,
+    too_deep,
+)
 from .cluster import Cluster, Server
 
 
@@ -103,7 +112,7 @@ CLUSTER_PRESETS: dict[str, Callable[[int], Cluster]] = {
     ),
 }
 #: ``yu22-N``: the yu22 draw cut to its first N servers
-_SIZED = re.compile(r"^yu22-(\d+)$")
+_SIZED = re.compile(r"^yu22-([0-9]+)$")
 
 SERVER_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Server))
 _TOP_KEYS = ("name", "defaults", "servers")
@@ -131,8 +140,8 @@ def _yaml_lines(text: str) -> dict[Path_, int]:
     """Map every key path in a YAML document to its (1-based) line, from the node tree."""
     lines: dict[Path_, int] = {}
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
+        root = yaml.compose(text, Loader=StrictYamlLoader)  # noqa: S506 - bounded aliases
+    except (yaml.YAMLError, RecursionError):
         return lines
 
     def walk(node: yaml.Node, path: Path_) -> None:
@@ -252,26 +261,18 @@ def _type_name(v: Any) -> str:
 
 
 def _number(v: Any, path: Path_, ctx: _Ctx) -> float:
-    if isinstance(v, str) and ctx.fmt == "yaml":
-        # PyYAML reads e.g. ``16e3`` (no dot) as a string; accept such numeric strings
-        try:
-            v = float(v)
-        except ValueError:
-            pass
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ctx.error(f"expected a number, got {_type_name(v)}", path)
-    x = float(v)
-    if not math.isfinite(x):
-        raise ctx.error(f"must be a finite number, got {v}", path)
-    return x
+    """A finite number given as a number (``ddlsched.parsing``; a quoted "16384" is text)."""
+    try:
+        return check_float(v)
+    except NumberError as e:
+        raise ctx.error(str(e), path) from None
 
 
 def _integer(v: Any, path: Path_, ctx: _Ctx) -> int:
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise ctx.error(f"expected an integer, got {_type_name(v)}", path)
-    return v
+    try:
+        return check_int(v)
+    except NumberError as e:
+        raise ctx.error(str(e), path) from None
 
 
 def _server_fields(table: Any, path: Path_, ctx: _Ctx, allowed: tuple[str, ...]) -> dict[str, Any]:
@@ -354,7 +355,7 @@ def _build_cluster(data: Any, ctx: _Ctx, default_name: str) -> Cluster:
 def _parse(text: str, source: str, fmt: str) -> Any:
     if fmt == "toml":
         try:
-            return tomllib.loads(text)
+            data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:
             msg = str(e)
             m = re.search(r"\s*\(at line (\d+), column \d+\)", msg)
@@ -362,18 +363,13 @@ def _parse(text: str, source: str, fmt: str) -> Any:
             if m:
                 msg = msg[: m.start()] + msg[m.end() :]
             raise InputError(f"invalid TOML: {msg}", source=source, line=line) from None
+        except RecursionError:
+            raise too_deep(source, "TOML") from None
+        check_depth(data, source, "TOML")
+        return data
     if fmt == "yaml":
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
-            problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-            line = mark.line + 1 if mark is not None else None
-            raise InputError(f"invalid YAML: {problem}", source=source, line=line) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"invalid JSON: {e.msg}", source=source, line=e.lineno) from None
+        return load_yaml(text, source)
+    return load_json(text, source)
 
 
 _FORMATS = {".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".json": "json"}

@@ -31,7 +31,6 @@ an :class:`~ddlsched.errors.InputError` naming the file, line and field.
 from __future__ import annotations
 
 import bisect
-import csv
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -42,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, quote, suggest
+from ..parsing import NumberError, csv_rows, parse_float
 
 #: Per-application ``max_epochs`` of the Pollux artifact (applications.py); an application not
 #: listed here runs for as many epochs as its shortest validation file has rows.
@@ -74,7 +74,7 @@ SCALABILITY_COLUMNS: tuple[str, ...] = (
 )
 VALIDATION_COLUMNS: tuple[str, ...] = ("progress", "grad_sqr", "grad_var")
 
-_VALIDATION_NAME = re.compile(r"validation-(\d+)\.csv")
+_VALIDATION_NAME = re.compile(r"validation-([0-9]+)\.csv")
 
 #: A measured placement row: (GPUs per node, local_bsz, step_time, sync_time).
 PlacementRow = tuple[tuple[int, ...], float, float, float]
@@ -327,38 +327,33 @@ def _read_table(path: Path, columns: Sequence[str]) -> list[tuple[int, dict[str,
         raise InputError("file not found", source=source) from None
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read file: {e}", source=source) from None
-    reader = csv.reader(text.splitlines())
     header: list[str] | None = None
     header_line = 0
     index: dict[str, int] = {}
     rows: list[tuple[int, dict[str, str]]] = []
-    try:
-        for row in reader:
-            line = reader.line_num
-            if not any(cell.strip() for cell in row):
-                continue
-            if header is None:
-                header, header_line = [c.strip() for c in row], line
-                for col in columns:
-                    if col not in header:
-                        raise InputError(
-                            f"missing column {quote(col)}{suggest(col, header)}; "
-                            f"expected {', '.join(columns)}",
-                            source=source,
-                            line=header_line,
-                            field=col,
-                        )
-                index = {col: header.index(col) for col in columns}
-                continue
-            if len(row) != len(header):
-                raise InputError(
-                    f"expected {len(header)} fields (as in the header), got {len(row)}",
-                    source=source,
-                    line=line,
-                )
-            rows.append((line, {col: row[i].strip() for col, i in index.items()}))
-    except csv.Error as e:
-        raise InputError(f"malformed CSV: {e}", source=source, line=reader.line_num) from None
+    for _start, line, row in csv_rows(text, source):
+        if not any(cell.strip() for cell in row):
+            continue
+        if header is None:
+            header, header_line = [c.strip() for c in row], line
+            for col in columns:
+                if col not in header:
+                    raise InputError(
+                        f"missing column {quote(col)}{suggest(col, header)}; "
+                        f"expected {', '.join(columns)}",
+                        source=source,
+                        line=header_line,
+                        field=col,
+                    )
+            index = {col: header.index(col) for col in columns}
+            continue
+        if len(row) != len(header):
+            raise InputError(
+                f"expected {len(header)} fields (as in the header), got {len(row)}",
+                source=source,
+                line=line,
+            )
+        rows.append((line, {col: row[i].strip() for col, i in index.items()}))
     if header is None:
         raise InputError(f"file is empty; expected a header {','.join(columns)}", source=source)
     return rows
@@ -370,13 +365,9 @@ def _number(
     """A finite number from one CSV cell: a positive integer if ``integer``, else ≥ 0 unless
     ``signed``."""
     try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value):
-        raise InputError(
-            f"expected a number, got {quote(text)}", source=source, line=line, field=field
-        )
+        value = parse_float(text)
+    except NumberError as e:
+        raise InputError(str(e), source=source, line=line, field=field) from None
     if integer and (value < 1 or not value.is_integer()):
         raise InputError(
             f"expected a positive integer, got {quote(text)}", source=source, line=line, field=field
@@ -519,21 +510,19 @@ def read_pair_interference(path: str) -> dict[tuple[str, str], float]:
         text = open(path, encoding="utf-8").read()
     except OSError as e:
         raise InputError(f"cannot read file: {e.strerror}", source=path) from None
-    rows = list(csv.reader(text.splitlines()))
-    if not rows or [c.strip() for c in rows[0]] != ["app", "other", "xi"]:
+    rows = [(line, row) for _start, line, row in csv_rows(text, path)]
+    if not rows or [c.strip() for c in rows[0][1]] != ["app", "other", "xi"]:
         raise InputError("expected the header app,other,xi", source=path, line=1)
     out: dict[tuple[str, str], float] = {}
-    for n, row in enumerate(rows[1:], start=2):
+    for n, row in rows[1:]:
         if not row:
             continue
         if len(row) != 3:
             raise InputError(f"expected 3 fields, got {len(row)}", source=path, line=n)
         try:
-            xi = float(row[2])
-        except ValueError:
-            raise InputError(
-                f"expected a number, got {row[2]!r}", source=path, line=n, field="xi"
-            ) from None
+            xi = parse_float(row[2])
+        except NumberError as e:
+            raise InputError(str(e), source=path, line=n, field="xi") from None
         if not xi >= 1:
             raise InputError("must be ≥ 1", source=path, line=n, field="xi")
         out[(row[0].strip(), row[1].strip())] = xi

@@ -74,7 +74,9 @@ class RarModel:
         if w > 1:
             chunk = spec.model.size_mb * MB / w * (w - 1)
             bw = b_i if num_servers <= 1 else b_e / self.f(self.alpha, self.contenders(p))
-            t += 2.0 * chunk / bw + chunk / self.reduction_speed
+            # extreme settings can underflow the bandwidth to 0: an endless iteration, which
+            # the run-end check (core/timing.py) reports instead of a ZeroDivisionError
+            t += (2.0 * chunk / bw if bw > 0 else math.inf) + chunk / self.reduction_speed
         return t
 
     def bandwidths(self, cluster: Cluster, servers: tuple[int, ...]) -> tuple[float, float]:

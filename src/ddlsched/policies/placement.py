@@ -140,7 +140,7 @@ def make_placement(name: str, kappa: int | None = None) -> Placement:
         return RandomPlacement()
     if key == "lwf":
         return LeastWorkloadFirst(kappa if kappa is not None else 1)
-    if key.startswith("lwf-") and key[4:].isdigit() and int(key[4:]) >= 1:
+    if key.startswith("lwf-") and key[4:].isascii() and key[4:].isdigit() and int(key[4:]) >= 1:
         return LeastWorkloadFirst(int(key[4:]))
     raise KeyError(name)
 

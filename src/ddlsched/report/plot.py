@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import InputError, suggest
+from ..parsing import NumberError, parse_float
 from .figures import FORMATS, gantt, groups, jct_cdf, policy_bars, queue_cdf, save_figure
 from .figures import utilisation as utilisation_figure
 from .load import load_runs
@@ -34,8 +35,8 @@ def parse_window(text: str | None) -> tuple[float, float] | None:
         return None
     start, sep, end = text.partition(":")
     try:
-        window = (float(start), float(end))
-    except ValueError:
+        window = (parse_float(start), parse_float(end))
+    except NumberError:
         window = None
     if not sep or window is None or not window[1] > window[0]:
         raise InputError(f"expected START:END with END > START, got '{text}'", field="--window")

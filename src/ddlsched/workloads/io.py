@@ -7,11 +7,8 @@ the file, the line and the field.
 from __future__ import annotations
 
 import bisect
-import csv
 import dataclasses
-import io
 import json
-import math
 import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -20,7 +17,9 @@ from typing import Any
 from ..core.cluster import Cluster
 from ..core.job import JobSpec, ModelProfile
 from ..core.results import atomic_write_text, csv_text
+from ..core.timing import MAX_SIZE_MB
 from ..errors import InputError, quote, suggest
+from ..parsing import NumberError, csv_rows, describe, load_json, to_float, to_int
 from ..perf.models import WANG20_MODELS, builtin_model
 from .pollux import is_pollux_header, read_pollux_csv
 
@@ -46,12 +45,20 @@ _INT_FIELDS = frozenset({"job_id", "num_gpus", "iterations", "batch_size"})
 
 
 class _Where:
-    """Where a record came from: source path, a line lookup per field, and a message prefix."""
+    """Where a record came from: source path, a line lookup per field, a message prefix, and
+    whether its values are text to parse (CSV) or typed (JSON: a quoted number is an error)."""
 
-    def __init__(self, source: str, line_of: Callable[[str | None], int | None], prefix: str = ""):
+    def __init__(
+        self,
+        source: str,
+        line_of: Callable[[str | None], int | None],
+        prefix: str = "",
+        text: bool = True,
+    ):
         self.source = source
         self.line_of = line_of
         self.prefix = prefix
+        self.text = text
 
     def error(self, message: str, field: str | None = None) -> InputError:
         return InputError(
@@ -64,42 +71,22 @@ def _is_missing(value: Any) -> bool:
 
 
 def _describe(value: Any) -> str:
-    if isinstance(value, str):
-        return quote(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, dict)):
-        return "a list" if isinstance(value, list) else "an object"
-    return repr(value)
+    """``parsing.describe`` in JSON's words (an object, not a table)."""
+    return "an object" if isinstance(value, dict) else describe(value)
 
 
 def _to_float(value: Any, field: str, where: _Where) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise where.error(f"expected a number, got {_describe(value)}", field)
     try:
-        x = float(value.strip()) if isinstance(value, str) else float(value)
-    except ValueError:
-        raise where.error(f"expected a number, got {_describe(value)}", field) from None
-    if not math.isfinite(x):
-        raise where.error(f"must be a finite number, got {_describe(value)}", field)
-    return x
+        return to_float(value, text=where.text)
+    except NumberError as e:
+        raise where.error(str(e), field) from None
 
 
 def _to_int(value: Any, field: str, where: _Where) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            pass
     try:
-        x = _to_float(value, field, where)
-    except InputError:
-        raise where.error(f"expected an integer, got {_describe(value)}", field) from None
-    if not x.is_integer():
-        raise where.error(f"expected an integer, got {_describe(value)}", field)
-    return int(x)
+        return to_int(value, text=where.text)
+    except NumberError as e:
+        raise where.error(str(e), field) from None
 
 
 def _build_job(
@@ -144,6 +131,8 @@ def _build_job(
             value = _to_float(raw, name, where)
             if value < 0:
                 raise where.error(f"{name} must be >= 0, got {value:g}", name)
+            if name == "size_mb" and value > MAX_SIZE_MB:
+                raise where.error(f"size_mb must be <= 1e9 (1 PB), got {value:g}", name)
         overrides[name] = value
 
     key = (model_name, *sorted(overrides.items()))
@@ -197,32 +186,24 @@ def _check_duplicates(jobs: Sequence[JobSpec], wheres: Sequence[_Where]) -> None
 
 
 def _read_csv(text: str, source: str) -> list[JobSpec]:
-    reader = csv.reader(io.StringIO(text, newline=""))
     header: list[str] | None = None
     header_line = 1
     jobs: list[JobSpec] = []
     wheres: list[_Where] = []
     cache: dict[tuple[Any, ...], ModelProfile] = {}
-    prev_end = 0
-    try:
-        for row in reader:
-            start, prev_end = prev_end + 1, reader.line_num
-            if not any(cell.strip() for cell in row) or row[0].lstrip().startswith("#"):
-                continue  # blank or comment line
-            if header is None:
-                header, header_line = [c.strip() for c in row], start
-                _check_header(header, source, header_line)
-                continue
-            line = start
-            where = _Where(source, lambda _f, line=line: line)
-            if len(row) != len(header):
-                raise where.error(
-                    f"expected {len(header)} fields (as in the header), got {len(row)}"
-                )
-            jobs.append(_build_job(dict(zip(header, row, strict=True)), where, cache))
-            wheres.append(where)
-    except csv.Error as e:
-        raise InputError(f"malformed CSV: {e}", source=source, line=reader.line_num) from None
+    for start, _end, row in csv_rows(text, source):
+        if not any(cell.strip() for cell in row) or row[0].lstrip().startswith("#"):
+            continue  # blank or comment line
+        if header is None:
+            header, header_line = [c.strip() for c in row], start
+            _check_header(header, source, header_line)
+            continue
+        line = start
+        where = _Where(source, lambda _f, line=line: line)
+        if len(row) != len(header):
+            raise where.error(f"expected {len(header)} fields (as in the header), got {len(row)}")
+        jobs.append(_build_job(dict(zip(header, row, strict=True)), where, cache))
+        wheres.append(where)
     if header is None:
         raise InputError("file is empty; expected a CSV header row and jobs", source=source)
     if not jobs:
@@ -295,10 +276,7 @@ def _job_object_spans(text: str, nested: bool) -> list[tuple[int, int]]:
 def _read_json(text: str, source: str) -> list[JobSpec]:
     if not text.strip():
         raise InputError("file is empty; expected a JSON list of jobs", source=source)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"invalid JSON: {e.msg}", source=source, line=e.lineno) from None
+    data = load_json(text, source)
     nested = isinstance(data, dict)
     if nested:
         for key in data:
@@ -345,9 +323,9 @@ def _read_json(text: str, source: str) -> list[JobSpec]:
                 pos = _line_of_key(text, field, s, e) if field else None
                 return pos if pos is not None else line_at(s)
 
-            where = _Where(source, line_of, f"job {k + 1}: ")
+            where = _Where(source, line_of, f"job {k + 1}: ", text=False)
         else:
-            where = _Where(source, lambda _f: None, f"job {k + 1}: ")
+            where = _Where(source, lambda _f: None, f"job {k + 1}: ", text=False)
         if not isinstance(item, dict):
             raise where.error(f"expected an object, got {_describe(item)}")
         for key in item:

@@ -4,9 +4,7 @@ importer."""
 
 from __future__ import annotations
 
-import csv
-import io
-import math
+import re
 import warnings
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -16,8 +14,11 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..parsing import NumberError, csv_rows, parse_float
 
 _EPOCH = datetime(1970, 1, 1)
+#: Characters of plain ASCII numbers (the fast path's pre-check; the row loop names the cell)
+_PLAIN_NUMBERS = re.compile(r"[0-9eE+\-. \t]*")
 _MICROSECOND = timedelta(microseconds=1)
 
 #: Columns a Philly job-summary trace must have (``cluster``, the virtual cluster, is optional).
@@ -68,9 +69,9 @@ def _read_cached(path: str, source: str, _mtime_ns: int, _size: int) -> PhillyTr
         text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read Philly trace: {e}", source=source) from None
-    reader = csv.reader(io.StringIO(text))
-    header = next(reader, None)
-    cols = [c.strip() for c in header] if header else []
+    records = csv_rows(text, source)
+    header = next(records, None)
+    cols = [c.strip() for c in header[2]] if header else []
     missing = [c for c in PHILLY_COLUMNS if c not in cols]
     if missing:
         raise InputError(
@@ -80,15 +81,15 @@ def _read_cached(path: str, source: str, _mtime_ns: int, _size: int) -> PhillyTr
     idx.append(cols.index("cluster") if "cluster" in cols else -1)
     rows: list[list[str]] = []
     lines: list[int] = []
-    for row in reader:
+    for _start, line, row in records:
         if not row or all(not c.strip() for c in row):
             continue
         if len(row) != len(cols):
             raise InputError(
-                f"expected {len(cols)} fields, got {len(row)}", source=source, line=reader.line_num
+                f"expected {len(cols)} fields, got {len(row)}", source=source, line=line
             )
         rows.append(row)
-        lines.append(reader.line_num)
+        lines.append(line)
     if not rows:
         raise InputError("no jobs in the Philly trace", source=source)
     columns = _parse_fast(rows, idx)
@@ -112,7 +113,11 @@ _Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 def _parse_fast(rows: list[list[str]], idx: list[int]) -> _Columns | None:
     """Vectorised parse (numpy) of well-formed naive timestamps and valid numbers; None if any
-    value would fail or needs the row loop (time zones)."""
+    value would fail or needs the row loop (time zones; numbers numpy takes but the strict
+    grammar of ``ddlsched.parsing`` does not, such as ``1_000`` or non-ASCII digits)."""
+    for i in idx[1:4]:
+        if not _PLAIN_NUMBERS.fullmatch("".join(r[i] for r in rows)):
+            return None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # numpy warns on (and converts) time zones
@@ -163,11 +168,9 @@ def _parse_rows(rows: list[list[str]], lines: list[int], idx: list[int], source:
 
 def _number(raw: str, source: str, line: int, field: str) -> float:
     try:
-        v = float(raw)
-    except ValueError:
-        raise InputError(
-            f"expected a number, got '{raw.strip()}'", source=source, line=line, field=field
-        ) from None
-    if not math.isfinite(v) or v < 0:
+        v = parse_float(raw)
+    except NumberError as e:
+        raise InputError(str(e), source=source, line=line, field=field) from None
+    if v < 0:
         raise InputError("must be a finite number ≥ 0", source=source, line=line, field=field)
     return v

@@ -3,12 +3,9 @@ workloads come from the Pollux artifact). ``read_workload`` recognises it from t
 
 from __future__ import annotations
 
-import csv
-import io
-import math
-
 from ..core.job import JobSpec, ModelProfile
 from ..errors import InputError
+from ..parsing import NumberError, csv_rows, parse_float, parse_int
 
 POLLUX_COLUMNS: tuple[str, ...] = ("name", "time", "application", "num_replicas", "batch_size")
 
@@ -20,12 +17,10 @@ def is_pollux_header(header: list[str]) -> bool:
 def read_pollux_csv(text: str, source: str) -> list[JobSpec]:
     """Jobs in file order (job_id = row index: the order Tiresias queues them in); one
     ``InputError`` naming file, line and field for the first bad value."""
-    reader = csv.reader(io.StringIO(text))
     jobs: list[JobSpec] = []
     names: dict[str, int] = {}
     header_seen = False
-    for row in reader:
-        line = reader.line_num
+    for _start, line, row in csv_rows(text, source):
         if not row or all(not c.strip() for c in row):
             continue
         if not header_seen:
@@ -49,23 +44,19 @@ def read_pollux_csv(text: str, source: str) -> list[JobSpec]:
             )
         names[name] = line
         try:
-            arrival = float(time)
-        except ValueError:
-            raise InputError(
-                f"expected a number, got '{time}'", source=source, line=line, field="time"
-            ) from None
-        if not math.isfinite(arrival) or arrival < 0:
-            raise InputError("must be a finite number ≥ 0", source=source, line=line, field="time")
+            arrival = parse_float(time)
+        except NumberError as e:
+            raise InputError(str(e), source=source, line=line, field="time") from None
+        if arrival < 0:
+            raise InputError("must be ≥ 0", source=source, line=line, field="time")
         if not app:
             raise InputError("empty application", source=source, line=line, field="application")
         ints = []
         for field, raw in (("num_replicas", reps), ("batch_size", bsz)):
             try:
-                v = int(raw)
-            except ValueError:
-                raise InputError(
-                    f"expected a whole number, got '{raw}'", source=source, line=line, field=field
-                ) from None
+                v = parse_int(raw)
+            except NumberError as e:
+                raise InputError(str(e), source=source, line=line, field=field) from None
             if v < 1:
                 raise InputError("must be ≥ 1", source=source, line=line, field=field)
             ints.append(v)

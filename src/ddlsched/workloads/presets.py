@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from ..core.job import JobSpec
+from ..core.timing import check_job_times
 from ..errors import InputError
 from .generators import WORKLOAD_PRESETS
 from .traces import TraceOptions, check_format, filter_with_options, read_with_options
@@ -44,10 +45,21 @@ def load_workload(
         gavel_throughputs=gavel_throughputs,
         gavel_gpu=gavel_gpu,
     )
+    check_seed(seed)
     if trace.workload_format is not None:
         check_format(trace.workload_format)
     jobs = _load(spec, seed, philly, trace)
-    return jobs if jobs is not None else read_with_options(Path(spec), trace, seed)
+    if jobs is None:
+        jobs = read_with_options(Path(spec), trace, seed)
+    note = "(after the filters --trace-start/--load-scale)" if trace.has_filters() else ""
+    check_job_times(jobs, spec, note)
+    return jobs
+
+
+def check_seed(seed: object) -> None:
+    """``InputError`` unless ``seed`` is an integer ≥ 0 (numpy's generators need that)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InputError(f"must be an integer ≥ 0, got {seed!r}", field="seed")
 
 
 def _load(spec: str, seed: int, philly: str | None, trace: TraceOptions) -> list[JobSpec] | None:
@@ -70,7 +82,7 @@ def _load(spec: str, seed: int, philly: str | None, trace: TraceOptions) -> list
 
 def _preset(spec: str, seed: int, philly: str | None) -> list[JobSpec] | None:
     name = spec.lower()
-    sized = re.match(r"^luo24-(\d+)$", name)
+    sized = re.match(r"^luo24-([0-9]+)$", name)
     if (name == "luo24" or sized) and not Path(spec).is_file():
         from .luo24 import generate_pollux_workload
 

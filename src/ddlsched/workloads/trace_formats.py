@@ -8,10 +8,6 @@ Philly: in submission order, arrivals from the first);
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-import math
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -20,6 +16,7 @@ import numpy as np
 
 from ..core.job import JobSpec, ModelProfile
 from ..errors import InputError, quote, suggest
+from ..parsing import NumberError, check_float, csv_rows, load_json, parse_float, parse_int
 from .io import read_text
 from .philly import read_philly
 
@@ -52,8 +49,8 @@ TIRESIAS_REQUIRED: tuple[str, ...] = ("num_gpu", "submit_time", "duration")
 #: Model name of trace jobs whose format names none (Philly).
 PLACEHOLDER_MODEL = "trace"
 
-_BATCH_RE = re.compile(r"\(batch size (\d+)\)")
-_KEY_RE = re.compile(r"^\('(.*)', (\d+)\)$")
+_BATCH_RE = re.compile(r"\(batch size ([0-9]+)\)")
+_KEY_RE = re.compile(r"^\('(.*)', ([0-9]+)\)$")
 
 
 def placeholder_model(name: str, batch_size: int = 0) -> ModelProfile:
@@ -69,20 +66,16 @@ def batch_from_name(name: str) -> int:
 
 
 def parse_number(raw: str, source: str, line: int | None, field: str, *, positive: bool) -> float:
-    """A finite number ``≥ 0`` (``> 0`` if ``positive``) or an ``InputError`` at file/line/field."""
+    """A finite number ``≥ 0`` (``> 0`` if ``positive``) or an ``InputError`` at file/line/field
+    (the text grammar of ``ddlsched.parsing``)."""
     try:
-        v = float(raw)
-    except ValueError:
-        raise InputError(
-            f"expected a number, got {quote(raw.strip())}", source=source, line=line, field=field
-        ) from None
-    if not math.isfinite(v) or v < 0 or (positive and v == 0):
+        v = parse_float(raw)
+    except NumberError as e:
+        raise InputError(str(e), source=source, line=line, field=field) from None
+    if v < 0 or (positive and v == 0):
         bound = "> 0" if positive else "≥ 0"
         raise InputError(
-            f"must be a finite number {bound}, got {quote(raw.strip())}",
-            source=source,
-            line=line,
-            field=field,
+            f"must be {bound}, got {quote(raw.strip())}", source=source, line=line, field=field
         )
     return v
 
@@ -90,17 +83,19 @@ def parse_number(raw: str, source: str, line: int | None, field: str, *, positiv
 def parse_count(raw: str, source: str, line: int | None, field: str) -> int:
     """A whole number ``≥ 1`` (``4`` or ``4.0``) or an ``InputError`` at file/line/field."""
     try:
-        v = float(raw)
-    except ValueError:
-        v = math.nan
-    if not (math.isfinite(v) and v.is_integer() and v >= 1):
+        v = parse_int(raw)
+    except NumberError as e:
+        if "too large" in str(e):
+            raise InputError(str(e), source=source, line=line, field=field) from None
+        v = 0
+    if v < 1:
         raise InputError(
             f"expected a whole number ≥ 1, got {quote(raw.strip())}",
             source=source,
             line=line,
             field=field,
         )
-    return int(v)
+    return v
 
 
 # --------------------------------------------------------------------------------------------
@@ -233,11 +228,10 @@ def _load_throughputs(
     path: str, source: str, _mtime_ns: int, _size: int
 ) -> dict[str, dict[str, dict[int, float]]]:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read throughputs file: {e}", source=source) from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"invalid JSON: {e.msg}", source=source, line=e.lineno) from None
+    data = load_json(text, source)  # NaN/Infinity are named with their line here
     if not isinstance(data, dict):
         raise InputError("expected an object keyed by GPU type", source=source)
     out: dict[str, dict[str, dict[int, float]]] = {}
@@ -248,14 +242,27 @@ def _load_throughputs(
         for key, value in entries.items():
             m = _KEY_RE.match(key)
             alone = value.get("null") if isinstance(value, dict) else None
-            if m is None or not isinstance(alone, (int, float)) or not alone >= 0:
+            if m is None or alone is None:
                 raise InputError(
                     'expected key "(\'<job type>\', <scale factor>)" with a "null" throughput ≥ 0',
                     source=source,
                     field=f"{gpu}.{key}",
                 )
-            if alone > 0:  # 0: the configuration did not run (counts as not measured)
-                table.setdefault(m.group(1), {})[int(m.group(2))] = float(alone)
+            try:
+                steps = check_float(alone)
+            except NumberError as e:
+                raise InputError(
+                    f"throughput (steps/s): {e}", source=source, field=f"{gpu}.{key}.null"
+                ) from None
+            if steps < 0:
+                raise InputError(
+                    f"throughput (steps/s) must be ≥ 0, got {steps:g}",
+                    source=source,
+                    field=f"{gpu}.{key}.null",
+                )
+            measured = table.setdefault(m.group(1), {})
+            if steps > 0:  # 0: the configuration did not run (counts as not measured)
+                measured[int(m.group(2))] = steps
         out[gpu] = table
     return out
 
@@ -269,6 +276,13 @@ def _throughput(
     line: int,
 ) -> float:
     measured = table.get(job_type)
+    if measured is not None and not measured:
+        raise InputError(
+            f"job type {quote(job_type)} has only zero throughputs (not measured) in {throughputs}",
+            source=source,
+            line=line,
+            field="job_type",
+        )
     if not measured:
         raise InputError(
             f"job type {quote(job_type)} has no throughput in {throughputs}"
@@ -300,55 +314,50 @@ def read_tiresias(path: Path) -> list[JobSpec]:
     ``submit_time`` s; ``iterations`` and ``model_name`` kept where given, ``job_id`` kept as the
     job's name; ``interval`` and other columns ignored."""
     source = str(path)
-    reader = csv.reader(io.StringIO(read_text(path), newline=""))
     header: list[str] | None = None
     jobs: list[JobSpec] = []
     profiles: dict[str, ModelProfile] = {}
-    try:
-        for row in reader:
-            line = reader.line_num
-            if not any(c.strip() for c in row):
-                continue
-            if header is None:
-                header = [c.strip() for c in row]
-                missing = [c for c in TIRESIAS_REQUIRED if c not in header]
-                if missing:
-                    raise InputError(
-                        f"not a Tiresias trace: missing column(s) {', '.join(missing)}",
-                        source=source,
-                        line=line,
-                    )
-                continue
-            if len(row) != len(header):
+    for _start, line, row in csv_rows(read_text(path), source):
+        if not any(c.strip() for c in row):
+            continue
+        if header is None:
+            header = [c.strip() for c in row]
+            missing = [c for c in TIRESIAS_REQUIRED if c not in header]
+            if missing:
                 raise InputError(
-                    f"expected {len(header)} fields (as in the header), got {len(row)}",
+                    f"not a Tiresias trace: missing column(s) {', '.join(missing)}",
                     source=source,
                     line=line,
                 )
-            rec = dict(zip(header, (c.strip() for c in row), strict=True))
-            gpus = parse_count(rec["num_gpu"], source, line, "num_gpu")
-            arrival = parse_number(rec["submit_time"], source, line, "submit_time", positive=False)
-            duration = parse_number(rec["duration"], source, line, "duration", positive=True)
-            iterations = 0
-            if rec.get("iterations"):
-                iterations = parse_count(rec["iterations"], source, line, "iterations")
-            model = rec.get("model_name") or PLACEHOLDER_MODEL
-            profile = profiles.get(model)
-            if profile is None:
-                profile = profiles[model] = placeholder_model(model, batch_from_name(model))
-            jobs.append(
-                JobSpec(
-                    job_id=len(jobs),
-                    arrival=arrival,
-                    num_gpus=gpus,
-                    iterations=iterations,
-                    model=profile,
-                    name=rec.get("job_id", ""),
-                    duration=duration,
-                )
+            continue
+        if len(row) != len(header):
+            raise InputError(
+                f"expected {len(header)} fields (as in the header), got {len(row)}",
+                source=source,
+                line=line,
             )
-    except csv.Error as e:
-        raise InputError(f"malformed CSV: {e}", source=source, line=reader.line_num) from None
+        rec = dict(zip(header, (c.strip() for c in row), strict=True))
+        gpus = parse_count(rec["num_gpu"], source, line, "num_gpu")
+        arrival = parse_number(rec["submit_time"], source, line, "submit_time", positive=False)
+        duration = parse_number(rec["duration"], source, line, "duration", positive=True)
+        iterations = 0
+        if rec.get("iterations"):
+            iterations = parse_count(rec["iterations"], source, line, "iterations")
+        model = rec.get("model_name") or PLACEHOLDER_MODEL
+        profile = profiles.get(model)
+        if profile is None:
+            profile = profiles[model] = placeholder_model(model, batch_from_name(model))
+        jobs.append(
+            JobSpec(
+                job_id=len(jobs),
+                arrival=arrival,
+                num_gpus=gpus,
+                iterations=iterations,
+                model=profile,
+                name=rec.get("job_id", ""),
+                duration=duration,
+            )
+        )
     if not jobs:
         raise InputError("no jobs in the Tiresias trace", source=source)
     return jobs

@@ -3,10 +3,8 @@ writing any imported trace to it; see ``docs/formats.md`` ("Job traces")."""
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import io
-import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -14,6 +12,7 @@ from typing import Any
 from ..core.job import JobSpec, ModelProfile
 from ..core.results import atomic_write_bytes, atomic_write_text, csv_text
 from ..errors import InputError, quote, suggest
+from ..parsing import NumberError, csv_rows, to_float, to_int
 from ..perf.models import builtin_model
 from .io import read_text
 from .trace_formats import PLACEHOLDER_MODEL, placeholder_model
@@ -80,28 +79,23 @@ def _check_header(header: list[str], err: Callable[[str, str | None], InputError
 
 def _read_csv(path: Path) -> list[JobSpec]:
     source = str(path)
-    reader = csv.reader(io.StringIO(read_text(path), newline=""))
     header: list[str] | None = None
     jobs: list[JobSpec] = []
     cache: dict[tuple[Any, ...], ModelProfile] = {}
-    try:
-        for row in reader:
-            line = reader.line_num
-            if not any(c.strip() for c in row) or row[0].lstrip().startswith("#"):
-                continue
+    for _start, line, row in csv_rows(read_text(path), source):
+        if not any(c.strip() for c in row) or row[0].lstrip().startswith("#"):
+            continue
 
-            def err(message: str, field: str | None, line: int = line) -> InputError:
-                return InputError(message, source=source, line=line, field=field)
+        def err(message: str, field: str | None, line: int = line) -> InputError:
+            return InputError(message, source=source, line=line, field=field)
 
-            if header is None:
-                header = [c.strip() for c in row]
-                _check_header(header, err)
-                continue
-            if len(row) != len(header):
-                raise err(f"expected {len(header)} fields (as in the header), got {len(row)}", None)
-            jobs.append(_build(dict(zip(header, row, strict=True)), len(jobs), err, cache))
-    except csv.Error as e:
-        raise InputError(f"malformed CSV: {e}", source=source, line=reader.line_num) from None
+        if header is None:
+            header = [c.strip() for c in row]
+            _check_header(header, err)
+            continue
+        if len(row) != len(header):
+            raise err(f"expected {len(header)} fields (as in the header), got {len(row)}", None)
+        jobs.append(_build(dict(zip(header, row, strict=True)), len(jobs), err, cache))
     if header is None:
         raise InputError("file is empty; expected a header row and jobs", source=source)
     if not jobs:
@@ -154,22 +148,24 @@ def _missing(v: Any) -> bool:
 
 
 def _number(v: Any, field: str, err: _Err) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
-        raise err(f"expected a number, got {v!r}", field)
+    """A finite number: a CSV (or Parquet text) cell parsed strictly, a typed Parquet value
+    checked (``ddlsched.parsing``)."""
     try:
-        x = float(v)
-    except ValueError:
-        raise err(f"expected a number, got {quote(str(v).strip())}", field) from None
-    if not math.isfinite(x):
-        raise err(f"must be a finite number, got {quote(str(v).strip())}", field)
-    return x
+        return to_float(v, text=True)
+    except NumberError as e:
+        raise err(str(e), field) from None
 
 
 def _whole(v: Any, field: str, err: _Err) -> int:
-    x = _number(v, field, err)
-    if not x.is_integer() or x < 1:
+    try:
+        n = to_int(v, text=True)
+    except NumberError as e:
+        if "too large" in str(e):
+            raise err(str(e), field) from None
+        n = 0
+    if n < 1:
         raise err(f"expected a whole number ≥ 1, got {quote(str(v).strip())}", field)
-    return int(x)
+    return n
 
 
 def _text(v: Any, field: str, err: _Err) -> str:

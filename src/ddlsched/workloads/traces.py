@@ -303,14 +303,17 @@ def check_simulable(jobs: Sequence[JobSpec], source: str | None = None) -> None:
         if j.duration <= 0 and not j.application and j.model.t_compute <= 0:
             raise InputError(
                 f"job {j.job_id} (model {quote(j.model.name)}) has neither a duration nor a "
-                "performance profile; for a Gavel trace give --gavel-throughputs (e.g. via "
-                "`ddlsched trace convert`)",
+                "performance profile; for a Gavel trace give --gavel-throughputs (Gavel's "
+                "simulation_throughputs.json)",
                 source=source,
             )
 
 
 def write_trace(jobs: Sequence[JobSpec], path: str | Path) -> None:
-    """Write jobs in the generic schema (Parquet for ``.parquet``/``.pq``, else CSV)."""
+    """Write jobs in the generic schema (Parquet for ``.parquet``/``.pq``, else CSV). A job the
+    simulator could not time (no duration, no profile: a Gavel trace read without
+    throughputs) is an error naming it, and nothing is written."""
+    check_simulable(jobs)
     write_generic(jobs, path)
 
 
