@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from ddlsched.api import Settings
@@ -157,6 +157,7 @@ def contract(
                 _record(reader, "multi-line InputError", msg, _origin(e), inputs or {})
                 return None
             raise AssertionError(f"{reader}: InputError message is not one line: {msg!r}") from e
+        event(f"{reader}: refused (InputError)")
         return None
     except Exception as e:  # the violation: anything but InputError
         if _LOG:
@@ -172,6 +173,7 @@ def contract(
                 _record(reader, "invariant", str(e), f"invariant {what}", inputs or {})
                 return None
             raise
+    event(f"{reader}: valid result")
     return result
 
 
@@ -546,30 +548,47 @@ TREE = st.recursive(
 
 
 def document(
-    plausible: Mapping[str, st.SearchStrategy[Any]], extra: bool = True
+    plausible: Mapping[str, st.SearchStrategy[Any]],
+    extra: bool = True,
+    required: tuple[str, ...] = (),
 ) -> st.SearchStrategy[dict[str, Any]]:
-    """A dict with any subset of the known keys (each a plausible value, an edge value or a
-    random tree) and sometimes an unknown key."""
-    optional = {k: st.one_of(v, v, v, TREE) for k, v in plausible.items()}
-    base = st.fixed_dictionaries({}, optional=optional)
+    """A dict with the ``required`` keys (mostly) and any subset of the other known keys
+    (mostly plausible values, sometimes an edge value or a random tree), now and then an
+    unknown key."""
+    values = {k: mostly(v, TREE) for k, v in plausible.items()}
+    base = st.fixed_dictionaries({}, optional=values)
+    if required:
+        fixed = {k: v for k, v in values.items() if k in required}
+        rest = {k: v for k, v in values.items() if k not in required}
+        base = mostly(st.fixed_dictionaries(fixed, optional=rest), base)
     if not extra:
         return base
-    return st.tuples(base, st.dictionaries(st.text(max_size=6), TREE, max_size=1)).map(
-        lambda t: {**t[1], **t[0]}
-    )
+    unknown = mostly(st.just({}), st.dictionaries(st.text(max_size=6), TREE, max_size=1))
+    return st.tuples(base, unknown).map(lambda t: {**t[1], **t[0]})
+
+
+def mostly(usual: st.SearchStrategy[Any], rare: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """``usual`` about 7 times in 8, else ``rare``."""
+    return st.one_of(*[usual] * 7, rare)
 
 
 def _edge_floats(lo: float = 0.0, hi: float = 1e4) -> st.SearchStrategy[float]:
-    return st.one_of(st.floats(lo, hi), st.floats(), st.sampled_from([1e16, 1e308, 1e-300, -1.0]))
+    edge = st.one_of(st.floats(), st.sampled_from([1e16, 1e308, 1e-300, 5e-324, -1.0, 0.0]))
+    return mostly(st.floats(lo, hi), edge)
 
 
 def _edge_ints(lo: int = 0, hi: int = 10) -> st.SearchStrategy[int]:
-    return st.one_of(st.integers(lo, hi), st.integers(-2, 2**70))
+    return mostly(st.integers(lo, hi), st.integers(-2, 2**70))
 
 
 def as_text(values: st.SearchStrategy[Any]) -> st.SearchStrategy[str]:
-    """A value as a CSV cell would hold it (or a hostile token)."""
-    return st.one_of(values.map(lambda v: v if isinstance(v, str) else repr(v)), tokens())
+    """A value as a CSV cell would hold it (or, now and then, a hostile token)."""
+    return mostly(values.map(lambda v: v if isinstance(v, str) else repr(v)), tokens())
+
+
+def toml_key(k: Any) -> str:
+    """A quoted TOML key (a basic string: JSON's escapes without ASCII-only surrogate pairs)."""
+    return json.dumps(str(k), ensure_ascii=False)
 
 
 def toml_value(v: Any) -> str | None:
@@ -592,7 +611,7 @@ def toml_value(v: Any) -> str | None:
         items = [toml_value(x) for x in v]
         return "[" + ", ".join(x for x in items if x is not None) + "]"
     if isinstance(v, dict):
-        pairs = [(json.dumps(str(k)), toml_value(x)) for k, x in v.items()]
+        pairs = [(toml_key(k), toml_value(x)) for k, x in v.items()]
         return "{" + ", ".join(f"{k} = {x}" for k, x in pairs if x is not None) + "}"
     return json.dumps(str(v))
 
@@ -607,9 +626,9 @@ def toml_text(doc: Mapping[str, Any]) -> str:
             continue
         lit = toml_value(v)
         if lit is not None:
-            lines.append(f"{json.dumps(str(k))} = {lit}")
+            lines.append(f"{toml_key(k)} = {lit}")
     for name, table in tables:
-        lines.append(f"[{json.dumps(str(name))}]")
+        lines.append(f"[{toml_key(name)}]")
         sub: list[tuple[str, dict]] = []
         for k, v in table.items():
             if isinstance(v, dict) and name == "sweep":
@@ -617,13 +636,13 @@ def toml_text(doc: Mapping[str, Any]) -> str:
                 continue
             lit = toml_value(v)
             if lit is not None:
-                lines.append(f"{json.dumps(str(k))} = {lit}")
+                lines.append(f"{toml_key(k)} = {lit}")
         for k, v in sub:
-            lines.append(f"[{json.dumps(str(name))}.{json.dumps(str(k))}]")
+            lines.append(f"[{toml_key(name)}.{toml_key(k)}]")
             for kk, vv in v.items():
                 lit = toml_value(vv)
                 if lit is not None:
-                    lines.append(f"{json.dumps(str(kk))} = {lit}")
+                    lines.append(f"{toml_key(kk)} = {lit}")
     return "\n".join(lines) + "\n"
 
 
@@ -836,16 +855,13 @@ def test_workload_csv_edits(data: bytes, suffix: str) -> None:
 
 
 @fuzz(100)
-@given(
-    header=st.lists(
-        st.one_of(st.sampled_from(ALL_COLUMNS), st.sampled_from(ALL_COLUMNS), st.text(max_size=4)),
-        min_size=1,
-        max_size=11,
-    ),
-    cells=st.lists(st.lists(as_text(st.one_of(*_JOB_PLAUSIBLE.values())), max_size=11), max_size=4),
-)
-def test_workload_csv_documents(header: list[str], cells: list[list[str]]) -> None:
-    rows = [(row + [""] * len(header))[: len(header)] for row in cells]
+@given(data=st.data(), nrows=st.integers(0, 4))
+def test_workload_csv_documents(data: st.DataObject, nrows: int) -> None:
+    k = data.draw(mostly(st.integers(5, len(ALL_COLUMNS)), st.integers(1, len(ALL_COLUMNS))))
+    header = data.draw(st.permutations(ALL_COLUMNS[:k]))
+    header += data.draw(mostly(st.just([]), st.lists(st.text(max_size=4), max_size=1)))
+    cell = {c: as_text(_JOB_PLAUSIBLE.get(c, TREE)) for c in header}
+    rows = [[data.draw(cell[c]) for c in header] for _ in range(nrows)]
     _read("workload-csv", "w.csv", csv_text(header, rows), read_workload, check_workload)
 
 
@@ -857,7 +873,7 @@ def test_workload_json_edits(data: bytes) -> None:
 
 @fuzz(100)
 @given(
-    jobs=st.lists(document(_JOB_PLAUSIBLE), min_size=0, max_size=4),
+    jobs=st.lists(document(_JOB_PLAUSIBLE, required=ALL_COLUMNS[:5]), min_size=0, max_size=4),
     wrap=st.sampled_from(["list", "object", "tree"]),
     tree=TREE,
 )
@@ -880,14 +896,18 @@ _SERVER: dict[str, st.SearchStrategy[Any]] = {
     "gpu_memory_mb": _edge_floats(1.0, 1e5),
     "intra_bandwidth_gbps": _edge_floats(1.0, 1e3),
     "network_bandwidth_gbps": _edge_floats(1.0, 1e3),
-    "gpu_type": st.sampled_from(["V100", "A100", "", " "]),
+    "gpu_type": mostly(st.sampled_from(["V100", "A100"]), st.sampled_from(["", " ", "\x00"])),
 }
 _CLUSTER = document(
     {
-        "name": st.sampled_from(["mine", "", "a b", "\x00"]),
+        "name": mostly(st.sampled_from(["mine", "a b"]), st.sampled_from(["", " ", "\x00"])),
         "defaults": document({k: v for k, v in _SERVER.items() if k != "count"}),
-        "servers": st.lists(document(_SERVER), max_size=3),
-    }
+        "servers": mostly(
+            st.lists(document(_SERVER, required=("num_gpus",)), min_size=1, max_size=3),
+            st.lists(TREE, max_size=2),
+        ),
+    },
+    required=("servers",),
 )
 
 
@@ -956,18 +976,25 @@ def test_trace_detected_edits(data: st.DataObject, reader: str) -> None:
     _read("trace-detect", name, raw, read_trace, check_jobs)
 
 
+#: format → (required columns first, then optional ones)
 _TRACE_COLUMNS: dict[str, tuple[str, ...]] = {
     "generic": GENERIC_COLUMNS,
     "philly": ("timestamp", "duration", "num_gpus", "gpu_time", "cluster"),
-    "tiresias": ("job_id", "num_gpu", "submit_time", "iterations", "model_name", "duration"),
+    "tiresias": ("num_gpu", "submit_time", "duration", "job_id", "iterations", "model_name"),
+    "gavel": GAVEL_COLUMNS,
+    "gavel-philly": GAVEL_PHILLY_COLUMNS,
 }
-_CELL = as_text(
-    st.one_of(
-        st.integers(0, 100),
-        st.floats(0, 1e5),
-        st.sampled_from(["resnet50", "cifar10", "2017-10-09 07:00:00", "2017-10-09T07:00:00Z"]),
-    )
-)
+_TRACE_REQUIRED = {"generic": 3, "philly": 4, "tiresias": 3}
+_COUNT = as_text(st.integers(1, 16))
+_SECONDS = as_text(st.one_of(st.integers(1, 10**5), st.floats(0.5, 1e5)))
+_NAME = as_text(st.sampled_from(["resnet50", "cifar10", "A3C", "LM (batch size 20)", "x"]))
+#: column → cell strategy (others: a name)
+_TRACE_CELL = {
+    **dict.fromkeys(("num_gpus", "num_gpu", "iterations", "batch_size"), _COUNT),
+    **dict.fromkeys(("total_steps", "scale_factor", "priority_weight"), _COUNT),
+    **dict.fromkeys(("arrival", "duration", "gpu_time", "submit_time", "arrival_time"), _SECONDS),
+    "timestamp": as_text(st.datetimes().map(str) | st.sampled_from(["2017-10-09T07:00:00Z"])),
+}
 
 
 @fuzz(100)
@@ -977,18 +1004,17 @@ _CELL = as_text(
     nrows=st.integers(0, 4),
 )
 def test_trace_documents(data: st.DataObject, fmt: str, nrows: int) -> None:
+    cols = list(_TRACE_COLUMNS[fmt])
     if fmt.startswith("gavel"):
-        n = len(GAVEL_COLUMNS if fmt == "gavel" else GAVEL_PHILLY_COLUMNS)
-        rows = [data.draw(st.lists(_CELL, min_size=n, max_size=n)) for _ in range(nrows)]
+        header = cols
+    else:  # the required columns and some optional ones, in any order (now and then fewer)
+        k = data.draw(mostly(st.just(_TRACE_REQUIRED[fmt]), st.integers(1, len(cols))))
+        k = data.draw(st.integers(k, len(cols)))
+        header = data.draw(st.permutations(cols[:k]))
+    rows = [[data.draw(_TRACE_CELL.get(c, _NAME)) for c in header] for _ in range(nrows)]
+    if fmt.startswith("gavel"):
         text = "".join("\t".join(r) + "\n" for r in rows)
     else:
-        cols = list(_TRACE_COLUMNS[fmt])
-        header = data.draw(st.permutations(cols))
-        header = header[: data.draw(st.integers(1, len(header)))]
-        rows = [
-            data.draw(st.lists(_CELL, min_size=len(header), max_size=len(header)))
-            for _ in range(nrows)
-        ]
         text = csv_text(header, rows)
     _read(
         f"trace-{fmt}",
@@ -1015,18 +1041,25 @@ def test_gavel_with_throughputs_edits(trace: bytes, thr: bytes) -> None:
 
 @fuzz(60)
 @given(
-    doc=st.dictionaries(
-        st.sampled_from(["v100", "k80", ""]),
+    doc=mostly(
         st.dictionaries(
-            st.one_of(
-                st.sampled_from(["('A3C', 1)", "('A3C', 0)", "('A3C', -1)", "('A3C', 99999)"]),
-                st.text(max_size=8),
+            mostly(st.sampled_from(["v100", "k80"]), st.just("")),
+            mostly(
+                st.dictionaries(
+                    mostly(
+                        st.integers(1, 4).map(lambda k: f"('A3C', {k})"),
+                        st.sampled_from(["('A3C', 0)", "('A3C', -1)", "('A3C', 1e3)", "x"]),
+                    ),
+                    mostly(st.fixed_dictionaries({"null": _edge_floats(0.5, 100.0)}), TREE),
+                    min_size=1,
+                    max_size=3,
+                ),
+                TREE,
             ),
-            st.one_of(st.fixed_dictionaries({"null": st.one_of(st.floats(), TREE)}), TREE),
-            max_size=3,
-        )
-        | TREE,
-        max_size=2,
+            min_size=1,
+            max_size=2,
+        ),
+        TREE,
     ),
     gpu=st.sampled_from(["v100", "k80"]),
 )
@@ -1082,17 +1115,32 @@ _ARROW_KINDS = ("int", "float", "str", "bool", "null", "bytes", "list", "time", 
 @st.composite
 def arrow_table(draw: Any) -> tuple[list[str], list[str], list[list[Any]]]:
     """(columns, kinds, values) of a random table with the generic schema's columns."""
+    extra = mostly(st.sampled_from(GENERIC_COLUMNS[3:]), st.just("extra"))
+    optional = draw(st.lists(extra, unique=True, max_size=4))
     cols = draw(
-        st.lists(st.sampled_from(GENERIC_COLUMNS + ("extra",)), min_size=1, max_size=6, unique=True)
+        st.permutations(
+            draw(
+                mostly(
+                    st.just(["arrival", "num_gpus", "duration"]),
+                    st.lists(st.sampled_from(GENERIC_COLUMNS)),
+                )
+            )
+            + optional
+        )
     )
+    cols = list(dict.fromkeys(cols))
+    if not cols:
+        cols = ["arrival"]
     n = draw(st.integers(0, 3))
     kinds, values = [], []
-    for _ in cols:
-        kind = draw(st.sampled_from(_ARROW_KINDS))
+    for col in cols:
+        usual = "str" if col in GENERIC_COLUMNS[4:] and col != "batch_size" else "num"
+        kind = draw(mostly(st.just(usual), st.sampled_from(_ARROW_KINDS)))
         elem = {
+            "num": mostly(st.integers(1, 1000), st.floats(0.5, 1e4)),
             "int": st.integers(-(2**63), 2**63 - 1),
             "float": st.floats(),
-            "str": tokens(),
+            "str": mostly(st.sampled_from(["resnet50", "cifar10", "x"]), tokens()),
             "bool": st.booleans(),
             "null": st.none(),
             "bytes": st.binary(max_size=6),
@@ -1104,7 +1152,7 @@ def arrow_table(draw: Any) -> tuple[list[str], list[str], list[list[Any]]]:
         values.append(
             draw(
                 st.lists(
-                    st.one_of(elem, st.none()) if kind != "null" else elem, min_size=n, max_size=n
+                    mostly(elem, st.none()) if kind != "null" else elem, min_size=n, max_size=n
                 )
             )
         )
@@ -1121,6 +1169,9 @@ def test_parquet_documents(table: tuple[list[str], list[str], list[list[Any]]]) 
     types = {"big": pa.decimal128(38, 0), "time": pa.timestamp("us")}
     arrays = []
     for kind, vals in zip(kinds, values, strict=True):
+        if kind == "num":
+            kind = "float" if any(isinstance(v, float) for v in vals) else "int"
+            vals = [float(v) if kind == "float" and v is not None else v for v in vals]
         if kind == "big":
             import decimal
 
@@ -1247,25 +1298,46 @@ def test_config_documents(doc: dict, fmt: str) -> None:
 # large is the bounded subprocess case below (test_hostile_input_is_bounded)
 
 _SWEEP_TOKENS = tokens(SWEEP_SAFE, big_numbers=False)
+_SWEEP_GRID = {
+    "placement": st.sampled_from(["ff", "rand", "ls"]),
+    "xi2": _edge_floats(0.0, 1.0),
+    "kappa": _edge_ints(1, 4),
+    "horizon": _edge_floats(1.0, 1e4),
+    "load_scale": _edge_floats(0.1, 10.0),
+    "cluster": st.sampled_from(["tiny", "wang20"]),
+}
 _SWEEP_TABLE = document(
     {
-        "policies": st.lists(st.sampled_from(["ada-srsf", "srsf1", "fifo", "", "x"]), max_size=3),
-        "seeds": st.one_of(st.integers(-2, 4), st.lists(st.integers(-2, 10), max_size=3)),
+        "policies": mostly(
+            st.lists(st.sampled_from(["ada-srsf", "srsf1"]), min_size=1, max_size=2, unique=True),
+            st.lists(st.sampled_from(["ada-srsf", "fifo", "", "x"]), max_size=3),
+        ),
+        "seeds": mostly(
+            st.one_of(st.integers(1, 3), st.lists(st.integers(0, 10), min_size=1, max_size=3)),
+            st.one_of(st.integers(-2, 0), st.lists(st.integers(-2, 10), max_size=3)),
+        ),
         "grid": st.dictionaries(
-            st.sampled_from(["placement", "xi2", "kappa", "horizon", "load_scale", "cluster"]),
-            st.lists(
-                st.one_of(st.floats(), st.integers(-1, 5), st.sampled_from(["ff", "tiny"])),
-                max_size=3,
+            st.sampled_from(list(_SWEEP_GRID)),
+            st.sampled_from(list(_SWEEP_GRID)).flatmap(
+                lambda k: mostly(
+                    st.lists(_SWEEP_GRID[k], min_size=1, max_size=3, unique=True),
+                    st.lists(st.one_of(st.floats(), st.integers(-1, 5), st.just("ff")), max_size=3),
+                )
             ),
             max_size=2,
         ),
         "out": st.sampled_from(["out", ""]),
-        "workers": st.integers(-1, 4),
+        "workers": mostly(st.integers(1, 4), st.integers(-1, 0)),
         "ray_address": st.sampled_from(["local", "auto"]),
-    }
+    },
+    required=("policies",),
 )
 _SWEEP_DOC = st.tuples(
-    document({k: v for k, v in _RUN_PLAUSIBLE.items() if k != "seed"}), _SWEEP_TABLE
+    document(
+        {k: v for k, v in _RUN_PLAUSIBLE.items() if k not in ("seed", "policy")},
+        required=("cluster", "workload"),
+    ),
+    _SWEEP_TABLE,
 ).map(lambda t: {**t[0], "sweep": t[1]})
 
 
@@ -1282,6 +1354,45 @@ def test_sweep_documents(doc: dict) -> None:
     text = toml_text(doc)
     p = FILES.write("s.toml", text, _config_dir())
     contract("sweep", lambda: load_sweep(p), check_sweep, {"s.toml": text})
+
+
+# ---- preset names (--cluster NAME, --workload NAME): yu22-N, luo24-N and the others
+
+_PRESET_NAMES = ("tiny", "wang20", "wang20-32gb", "philly", "yu22", "luo24", "luo24-physical")
+
+
+def _too_big_to_generate(spec: str) -> bool:
+    """``luo24-N`` with N beyond a few thousand jobs takes minutes in-process (the bounded
+    subprocess case covers it)."""
+    m = re.match(r"^luo24-(\d+)$", spec.lower())
+    return m is not None and 4 <= len(m.group(1)) < 255
+
+
+@fuzz(150)
+@given(
+    spec=st.one_of(
+        st.sampled_from(_PRESET_NAMES),
+        st.tuples(st.sampled_from(["yu22-", "luo24-", "YU22-", "tiny"]), tokens()).map("".join),
+        st.sampled_from(_PRESET_NAMES).flatmap(mutated),
+        tokens(),
+    ),
+    which=st.sampled_from(["cluster", "workload"]),
+)
+def test_preset_names(spec: str, which: str) -> None:
+    from hypothesis import assume
+
+    from ddlsched.core.cluster_io import load_cluster
+    from ddlsched.workloads.presets import load_workload
+
+    assume(not _too_big_to_generate(spec))
+    call = (lambda: load_cluster(spec)) if which == "cluster" else (lambda: load_workload(spec))
+    check = check_cluster if which == "cluster" else check_jobs
+    cwd = os.getcwd()
+    os.chdir(FILES.dir())  # an empty folder: names are presets, not files of the repository
+    try:
+        contract(f"preset-{which}", call, check, {which: spec})
+    finally:
+        os.chdir(cwd)
 
 
 # ---- strictness: text that is never a number is refused in every numeric cell of every
@@ -1852,7 +1963,7 @@ def _assert_one_line_exit_2(r: subprocess.CompletedProcess, out: Path) -> None:
     assert not any(out.parent.iterdir()), f"files left beside {out}"
 
 
-@pytest.mark.parametrize("case", ["yaml-billion-laughs", "sweep-10^8-seeds"])
+@pytest.mark.parametrize("case", ["yaml-billion-laughs", "sweep-10^8-seeds", "luo24-10^8-jobs"])
 def test_hostile_input_is_bounded(tmp_path: Path, case: str) -> None:
     """Run in a child with a timeout and a 2 GiB address-space limit."""
     (tmp_path / "jobs.csv").write_text(TINY_WORKLOAD)
@@ -1861,6 +1972,9 @@ def test_hostile_input_is_bounded(tmp_path: Path, case: str) -> None:
     if case == "yaml-billion-laughs":
         (tmp_path / "bomb.yaml").write_text(BILLION_LAUGHS)
         args = _run_argv(tmp_path, cluster=str(tmp_path / "bomb.yaml"))
+    elif case == "luo24-10^8-jobs":
+        args = _run_argv(tmp_path)
+        args[args.index("--workload") + 1] = "luo24-100000000"
     else:
         (tmp_path / "s.toml").write_text(
             'cluster = "tiny"\nworkload = "jobs.csv"\n[sweep]\npolicies = ["ada-srsf"]\n'
