@@ -539,10 +539,15 @@ _LEAF = st.one_of(
     st.floats(),
     st.text(max_size=8),
     st.sampled_from(HOSTILE),
+    st.sampled_from([[], {}]),
 )
+#: a random JSON-like tree (the leaves above in lists and string-keyed tables)
 TREE = st.recursive(
     _LEAF,
-    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=6), c, max_size=3),
+    lambda c: (
+        st.lists(c, min_size=1, max_size=3)
+        | st.dictionaries(st.text(max_size=6), c, min_size=1, max_size=3)
+    ),
     max_leaves=6,
 )
 
@@ -959,7 +964,7 @@ _TRACES: dict[str, tuple[str, str, str]] = {
 }
 
 
-@fuzz(80)
+@fuzz(150)
 @given(data=st.data(), reader=st.sampled_from(sorted(_TRACES)))
 def test_trace_edits(data: st.DataObject, reader: str) -> None:
     fmt, name, text = _TRACES[reader]
@@ -997,7 +1002,7 @@ _TRACE_CELL = {
 }
 
 
-@fuzz(100)
+@fuzz(150)
 @given(
     data=st.data(),
     fmt=st.sampled_from(["generic", "philly", "tiresias", "gavel", "gavel-philly"]),
@@ -1666,7 +1671,16 @@ WORKLOAD_CASES = [
     ("csv-1_000", "w.csv", TINY_WORKLOAD.replace(",20,", ",1_000,")),
     ("csv-arabic-indic-num_gpus", "w.csv", TINY_WORKLOAD.replace("1,0,2,", "1,0,٢,")),
     ("csv-arabic-indic-arrival", "w.csv", TINY_WORKLOAD.replace("2,1,1,", "2,١,1,")),
-    ("csv-unterminated-quote", "w.csv", TINY_WORKLOAD.replace("2,1,1,10,vgg16", '2,1,1,"10,vgg16')),
+    (
+        "csv-unterminated-quote",
+        "w.csv",
+        TINY_WORKLOAD.replace("2,1,1,10,vgg16", '2,1,1,10,"vgg16'),
+    ),
+    (
+        "csv-unterminated-quote-mid",
+        "w.csv",
+        TINY_WORKLOAD.replace("2,1,1,10,vgg16", '2,1,1,"10,vgg16'),
+    ),
     ("csv-nan-arrival", "w.csv", TINY_WORKLOAD.replace("2,1,1,", "2,nan,1,")),
     ("csv-arrival-1e16", "w.csv", TINY_WORKLOAD.replace("2,1,1,", "2,1e16,1,")),
     ("csv-arrival-1e308", "w.csv", TINY_WORKLOAD.replace("2,1,1,", "2,1e308,1,")),
