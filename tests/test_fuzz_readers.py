@@ -789,13 +789,9 @@ load_scale = 2.0
 max_gpus = 8
 
 [settings]
+granularity = "iteration"
 iterations_per_task = 10
-kappa = 2
-xi2 = 0.001
-interference = 1.5
-rescale_delay = 30.0
-horizon = 1200.0
-tiresias_thresholds = "1,10"
+restart_delay = 0.5
 shortcuts = true
 """
 SWEEP_TOML = """cluster = "tiny"
@@ -810,16 +806,23 @@ seeds = 2
 
 [sweep.grid]
 placement = ["ff", "rand"]
-xi2 = [0.001, 0.01]
+iterations_per_task = [10, 20]
 """
 
 
 def _config_record() -> str:
-    """A recorded ``config.json`` as ``ddlsched run`` writes it."""
-    d = FILES.dir()
-    (d / "jobs.csv").write_text(WORKLOAD_SHORT)
-    (d / "c.toml").write_text(CONFIG_TOML)
-    return json.dumps(load_run_config(d / "c.toml").record(), indent=2, sort_keys=True) + "\n"
+    """A recorded ``config.json`` as ``ddlsched run`` writes it (every setting, resolved)."""
+    cfg = RunConfig(
+        cluster="tiny",
+        workload="jobs.csv",
+        policy="ada-srsf",
+        placement="ff",
+        seed=1,
+        trace_start=0.0,
+        load_scale=2.0,
+        max_gpus=8,
+    )
+    return json.dumps(cfg.record(), indent=2, sort_keys=True) + "\n"
 
 
 CONFIG_JSON = _config_record()
@@ -1811,7 +1814,7 @@ SET_CASES += [
 @pytest.mark.parametrize(("key", "value"), SET_CASES, ids=[f"{k}={v}" for k, v in SET_CASES])
 def test_hostile_set_value_is_refused(key: str, value: str) -> None:
     err = refused(lambda: Settings.from_mapping({key: value}))
-    assert err.field == key
+    assert key in str(err)
 
 
 @pytest.mark.parametrize(
