@@ -19,6 +19,7 @@ sweep of 10^8 seeds) in a subprocess with a timeout and a memory limit, and a sm
 
 from __future__ import annotations
 
+import atexit
 import csv
 import io
 import itertools
@@ -26,6 +27,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -108,6 +110,7 @@ class _Files:
 
 
 FILES = _Files()
+atexit.register(shutil.rmtree, FILES.root, ignore_errors=True)
 
 
 def _origin(exc: BaseException) -> str:
