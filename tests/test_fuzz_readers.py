@@ -45,12 +45,13 @@ from ddlsched.api import Settings
 from ddlsched.cli import _parse_sets, main
 from ddlsched.config import RunConfig, load_run_config, with_overrides
 from ddlsched.core.cluster import Cluster
-from ddlsched.core.cluster_io import MAX_GPUS, read_cluster
+from ddlsched.core.cluster_io import MAX_GPUS, load_cluster, read_cluster
 from ddlsched.core.job import JobSpec
 from ddlsched.errors import InputError
 from ddlsched.perf.profiles import Application, load_application, read_pair_interference
 from ddlsched.sweep import Sweep, load_sweep
 from ddlsched.workloads.io import ALL_COLUMNS, read_workload
+from ddlsched.workloads.presets import load_workload
 from ddlsched.workloads.trace_formats import GAVEL_COLUMNS, GAVEL_PHILLY_COLUMNS, gavel_throughputs
 from ddlsched.workloads.trace_generic import GENERIC_COLUMNS
 from ddlsched.workloads.traces import filter_jobs, read_trace, write_trace
@@ -1392,9 +1393,6 @@ def _too_big_to_generate(spec: str) -> bool:
 def test_preset_names(spec: str, which: str) -> None:
     from hypothesis import assume
 
-    from ddlsched.core.cluster_io import load_cluster
-    from ddlsched.workloads.presets import load_workload
-
     assume(not _too_big_to_generate(spec))
     call = (lambda: load_cluster(spec)) if which == "cluster" else (lambda: load_workload(spec))
     check = check_cluster if which == "cluster" else check_jobs
@@ -1931,6 +1929,133 @@ def test_hostile_sweep_is_one_line(tmp_path: Path, text: str, capsys) -> None:
         str(tmp_path / "outs" / "out"),
     ]
     _cli_rejects(argv, tmp_path / "outs" / "out", capsys)
+
+
+# --------------------------------------------------------------------------------------------
+# the failure classes the bulk runs found, one minimal input each (docs/reliability-fuzz.md):
+# each must be a one-line InputError from the reader itself
+# --------------------------------------------------------------------------------------------
+
+_ONE_JOB = {"job_id": 1, "arrival": 0, "num_gpus": 1, "iterations": 5, "model": "resnet50"}
+_GAVEL_A3C = "A3C\tpython a3c.py\t/w\t--steps\t0\t500\t2\t1.0\t-1\t10\n"
+LONG_NAME = "9" * 300  # longer than a file name may be (255 bytes)
+
+
+def _in_empty_dir(call: Callable[[], Any]) -> Callable[[], Any]:
+    """``call`` run from an empty folder (a name is then a preset, not a repository file)."""
+
+    def run() -> Any:
+        cwd = os.getcwd()
+        os.chdir(FILES.dir())
+        try:
+            return call()
+        finally:
+            os.chdir(cwd)
+
+    return run
+
+
+def _file(name: str, data: str | bytes, reader: Callable[[Path], Any]) -> Callable[[], Any]:
+    return lambda: reader(FILES.write(name, data))
+
+
+def _gavel_with(throughputs: str) -> Callable[[], Any]:
+    def call() -> Any:
+        d = FILES.dir()
+        thr = FILES.write("thr.json", throughputs, d)
+        return read_trace(FILES.write("g.trace", _GAVEL_A3C, d), "gavel", throughputs=thr)
+
+    return call
+
+
+def _parquet_cut() -> bytes:
+    raw = bytearray(_parquet_base())
+    del raw[4:20]  # pyarrow's message for this file has newlines
+    return bytes(raw)
+
+
+def _loaded_config(text: str) -> Callable[[], Any]:
+    return lambda: load_run_config(FILES.write("c.toml", text, _config_dir()))
+
+
+FOUND_CASES: dict[str, Callable[[], Any]] = {
+    # M1: a key or column holding a newline is named in the message
+    "M1-workload-json-field": _file("w.json", json.dumps([{**_ONE_JOB, "a\nb": 1}]), read_workload),
+    "M1-workload-json-top-key": _file("w.json", '{"\\r": 1}', read_workload),
+    "M1-workload-csv-column": _file(
+        "w.csv", '"a\nb",' + TINY_WORKLOAD.replace("\n", ",x\n", 1), read_workload
+    ),
+    "M1-cluster-yaml-key": _file("c.yaml", 'defaults:\n  "a\\rb": true\n', read_cluster),
+    "M1-cluster-toml-key": _file("c.toml", '"\\n" = false\n', read_cluster),
+    "M1-cluster-json-key": _file("c.json", '{"a\\nb": 1}', read_cluster),
+    "M1-config-key": _loaded_config('"a\\nb" = 1\n'),
+    "M1-set-key": lambda: with_overrides(RunConfig(), {}, _parse_sets(["a\nb=1"])),
+    "M1-gavel-throughputs-key": _gavel_with('{"v100": {"a\\nb": {"null": 1}}}'),
+    # M2: a preset name holding a newline
+    "M2-cluster-name": _in_empty_dir(lambda: load_cluster("x\n")),
+    "M2-workload-name": _in_empty_dir(lambda: load_workload("x\n")),
+    # M3: a corrupt Parquet file
+    "M3-parquet-message": lambda: read_trace(FILES.write("t.parquet", _parquet_cut())),
+    # E7: integers beyond Python's 4,300-digit limit
+    "E7-cluster-toml-int": _file("c.toml", f"[[servers]]\nnum_gpus = {BIG_INT}\n", read_cluster),
+    "E7-config-toml-int": _loaded_config(f"seed = {BIG_INT}\n"),
+    "E7-throughputs-int": _gavel_with(f'{{"v100": {{"(\'A3C\', 1)": {{"null": {BIG_INT}}}}}}}'),
+    "E7-yu22-N": _in_empty_dir(lambda: load_cluster("yu22-" + BIG_INT)),
+    # E8: names longer than a file name may be
+    "E8-cluster-name": _in_empty_dir(lambda: load_cluster(LONG_NAME)),
+    "E8-workload-name": _in_empty_dir(lambda: load_workload(LONG_NAME)),
+    "E8-luo24-name": _in_empty_dir(lambda: load_workload("luo24-" + LONG_NAME)),
+    "E8-config-cluster": _loaded_config(f'cluster = "{LONG_NAME}"\n'),
+    "E8-set-profiles": lambda: with_overrides(RunConfig(), {}, {"profiles": LONG_NAME}),
+    # E9: a cluster YAML key that is not a string
+    "E9-yaml-float-key": _file("c.yaml", "0.0: 1\nservers:\n  - num_gpus: 4\n", read_cluster),
+    "E9-yaml-null-key": _file("c.yaml", "null: 1\nservers:\n  - num_gpus: 4\n", read_cluster),
+    # E10: a pair-interference file that is not UTF-8
+    "E10-interference-not-utf8": _file("xi.csv", b"\xb2", lambda p: read_pair_interference(str(p))),
+    # E12-E14: Philly and Gavel numbers
+    "E12-philly-num_gpus-8e83": _file(
+        "p.csv",
+        PHILLY_TEXT.replace("100.0,1,100.0", "100.0,8e83,100.0"),
+        lambda p: read_trace(p, "philly"),
+    ),
+    "E13-throughput-400-digits": _gavel_with(
+        '{"v100": {"(\'A3C\', 1)": {"null": 1' + "0" * 400 + "}}}"
+    ),
+    "E14-throughput-scale-0": _gavel_with('{"v100": {"(\'A3C\', 0)": {"null": 0.5}}}'),
+    # A1: NaN/inf that the readers keep
+    "A1-interference-inf": _file(
+        "xi.csv", "app,other,xi\ncifar10,bert,inf\n", lambda p: read_pair_interference(str(p))
+    ),
+    "A1-config-load-scale-inf": _loaded_config("load_scale = inf\n"),
+    "A1-config-trace-start-nan": _loaded_config("trace_start = nan\n"),
+    # A2: times beyond 2**53 s
+    "A2-tiresias-duration-1e300": _file(
+        "t.csv", TIRESIAS_TEXT.replace(",3600,", ",1e300,"), lambda p: read_trace(p, "tiresias")
+    ),
+    "A2-philly-duration-1e197": _file(
+        "p.csv", PHILLY_TEXT.replace("3600.0,2,", "1e197,2,"), lambda p: read_trace(p, "philly")
+    ),
+    "A2-load-scale-1e-17": lambda: filter_jobs(_FILTER_JOBS, load_scale=1e-17),
+    "A2-pollux-time-1e20": _file("w.csv", POLLUX_CSV.replace(",30.5,", ",1e20,"), read_workload),
+    # A4: other digits than 0-9 in preset names
+    "A4-yu22-arabic-indic": _in_empty_dir(lambda: load_cluster("yu22-٣")),
+    "A4-luo24-arabic-indic": _in_empty_dir(lambda: load_workload("luo24-٣")),
+    # A5/A6: a quoted number in a YAML cluster; duplicate JSON keys
+    "A5-yaml-quoted-memory": _file(
+        "c.yaml", 'servers:\n  - num_gpus: 4\n    gpu_memory_mb: "16384"\n', read_cluster
+    ),
+    "A6-json-duplicate-job-field": _file(
+        "w.json",
+        '[{"job_id": 1, "job_id": 2, "arrival": 0, "num_gpus": 1, "iterations": 5,'
+        ' "model": "resnet50"}]',
+        read_workload,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FOUND_CASES))
+def test_found_by_fuzzing_is_one_line(case: str) -> None:
+    refused(FOUND_CASES[case])
 
 
 # --------------------------------------------------------------------------------------------
