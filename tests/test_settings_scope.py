@@ -195,7 +195,7 @@ class _Built:
 
     def run(self):
         summary = collections.defaultdict(lambda: 1.0)
-        return type("R", (), {"summary": summary})()
+        return type("R", (), {"summary": summary, "jobs": ()})()
 
 
 @pytest.mark.parametrize("name", [n for n, e in EXPERIMENTS.items() if e.custom is None])
