@@ -59,20 +59,24 @@ def rows(path: Path) -> list[dict[str, str]]:
 
 
 def test_expansion_is_the_cross_product_in_order(tmp_path: Path, sweep_file: Path) -> None:
-    text = SWEEP.replace("seeds = 2", "seeds = [4, 1, 9]") + "kappa = [1, 2]\n"
+    text = SWEEP.replace("seeds = 2", "seeds = [4, 1, 9]") + "restart_delay = [0, 5]\n"
     sweep_file.write_text(text)
     runs = expand(load_sweep(sweep_file))
-    assert len(runs) == 2 * 2 * 2 * 3  # policies × placements × kappas × seeds
+    assert len(runs) == 2 * 2 * 2 * 3  # policies × placements × delays × seeds
     assert len({r.key for r in runs}) == len(runs)
     first = [(r.policy, dict(r.point), r.seed) for r in runs[:4]]
     assert first == [
-        ("ada-srsf", {"placement": "ff", "kappa": 1}, 4),
-        ("ada-srsf", {"placement": "ff", "kappa": 1}, 1),
-        ("ada-srsf", {"placement": "ff", "kappa": 1}, 9),
-        ("ada-srsf", {"placement": "ff", "kappa": 2}, 4),
+        ("ada-srsf", {"placement": "ff", "restart_delay": 0.0}, 4),
+        ("ada-srsf", {"placement": "ff", "restart_delay": 0.0}, 1),
+        ("ada-srsf", {"placement": "ff", "restart_delay": 0.0}, 9),
+        ("ada-srsf", {"placement": "ff", "restart_delay": 5.0}, 4),
     ]
     last = runs[-1]
-    assert (last.policy, last.config.placement, last.config.settings.kappa) == ("srsf1", "rand", 2)
+    assert (last.policy, last.config.placement, last.config.settings.restart_delay) == (
+        "srsf1",
+        "rand",
+        5.0,
+    )
     assert last.config.settings.iterations_per_task == 10  # the base settings stay
     assert last.record["workload"] == str(sweep_file.parent / "jobs.csv")
 
@@ -398,3 +402,44 @@ def test_staging_left_in_the_cache_by_a_killed_sweep_is_removed(tmp_path, sweep_
     (stale / "summary.json").write_text("{}")
     again = run_sweep(sweep, out, workers=1)
     assert not again.executed and not stale.exists()
+
+
+def test_a_grid_point_where_a_setting_has_no_effect_is_refused_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    # κ crossed with placements: kappa=2 has no effect with ff, so the sweep file is invalid
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(
+        'cluster = "tiny"\nworkload = "wang20"\nmax_gpus = 8\nsample = 4\n'
+        '[sweep]\npolicies = ["srsf1"]\n[sweep.grid]\nplacement = ["ff", "lwf"]\n'
+        "kappa = [1, 2]\n"
+    )
+    with pytest.raises(InputError) as info:
+        load_sweep(sweep)
+    err = info.value
+    assert (err.line, err.field) == (9, "sweep.grid.kappa")
+    assert "placement=ff, kappa=2" in err.message and "lwf placement" in err.message
+
+
+def test_a_policy_that_cannot_run_the_workload_is_refused_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    sweep = tmp_path / "s.toml"
+    sweep.write_text(
+        'cluster = "tiny"\nworkload = "wang20"\nmax_gpus = 8\nsample = 4\n'
+        '[sweep]\npolicies = ["srsf1", "tiresias"]\n'
+    )
+    with pytest.raises(InputError) as info:
+        load_sweep(sweep)
+    err = info.value
+    assert (err.line, err.field) == (6, "sweep.policies")
+    assert "tiresias" in err.message and "model jobs" in err.message
+    r = subprocess.run(
+        [sys.executable, "-m", "ddlsched.cli", "sweep", "--config", str(sweep)]
+        + ["--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (tmp_path / "out").exists()

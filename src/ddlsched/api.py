@@ -265,14 +265,7 @@ def build_simulator(
         pol = custom if custom is not None else make_policy(str(policy), placement, settings.kappa)
     except KeyError as e:
         raise InputError(f"unknown {e.args[0]}; see `ddlsched list`") from None
-    kind = RAR if settings.model == "rar" else ITERATION
-    if settings.model != "rar" and settings.granularity != "iteration":
-        kind = JOB_LEVEL
-    builtin = None if custom is not None else str(policy).lower()
-    check_scope(
-        settings,
-        RunScope(kind, builtin, placement or (PRESETS[builtin].placement if builtin else None)),
-    )
+    check_scope(settings, run_scope(jobs, what, placement, settings))
     if settings.model == "rar":
         executor: TaskExecutor | JobExecutor = JobExecutor(
             RarRate(settings.rar, settings.time_slots)
@@ -297,6 +290,63 @@ def build_simulator(
         progress=progress,
         policy_origin=origin,
         builtin_policy=custom is None,
+    )
+
+
+#: built-in policies that put two jobs on one GPU
+SHARING_POLICIES = ("sjf-ffs", "sjf-bsbf")
+
+
+def run_scope(
+    jobs: Sequence[JobSpec],
+    policy: str | object,
+    placement: str | None,
+    settings: Settings,
+) -> RunScope:
+    """What run ``build_simulator`` composes for ``jobs`` under ``policy`` (a built-in name or
+    a policy object): the job kind, policy and placement that decide where settings apply."""
+    name = policy.lower() if isinstance(policy, str) else None
+    if any(j.duration > 0 for j in jobs):
+        return RunScope(DURATION, name)
+    if any(j.application for j in jobs):
+        per_gpu = 2 if name in SHARING_POLICIES else getattr(policy, "jobs_per_gpu", 1)
+        return RunScope(
+            PROFILE, name, shares_gpus=per_gpu > 1, rounds=settings.semantics == "rounds"
+        )
+    if name in PLANNER_NAMES:
+        return RunScope(PLANNER, name)
+    kind = RAR if settings.model == "rar" else ITERATION
+    if settings.model != "rar" and settings.granularity != "iteration":
+        kind = JOB_LEVEL
+    preset = PRESETS.get(name) if name else None
+    return RunScope(kind, name, placement or (preset.placement if preset else None))
+
+
+def check_run_applies(
+    jobs: Sequence[JobSpec],
+    policy: str,
+    placement: str | None,
+    settings: Settings,
+) -> None:
+    """The checks ``build_simulator`` makes before composing, without composing (so a sweep
+    can make them for every run before it runs any): a built-in policy runs these jobs, a
+    ``placement`` applies, and every non-default setting has an effect."""
+    custom, _ = resolve_user_policy(policy) or (None, None)
+    if custom is None:
+        name = policy.lower()
+        kind = (
+            TRACE_JOBS
+            if any(j.duration > 0 for j in jobs)
+            else PROFILE_JOBS
+            if any(j.application for j in jobs)
+            else MODEL_JOBS
+        )
+        if name not in policies_for(kind):
+            raise PolicyKindError(name, kind)
+        if placement is not None:
+            _check_placement_applies(jobs, name, placement)
+    check_scope(
+        settings, run_scope(jobs, custom if custom is not None else policy, placement, settings)
     )
 
 
@@ -378,7 +428,7 @@ def _build_planned(
             source="--set",
             field="model",
         )
-    check_scope(settings, RunScope(PLANNER, name))
+    check_scope(settings, run_scope(jobs, name, None, settings))
     pol = PlanPolicy(make_planner(name, settings.planner), settings.rar)
     try:
         return Simulator(
@@ -422,15 +472,7 @@ def _build_profiled(
     }
     pol = _make(makers, name, PROFILE_JOBS)
     per_gpu = getattr(pol, "jobs_per_gpu", 1)  # sharing policies declare their degree
-    check_scope(
-        settings,
-        RunScope(
-            PROFILE,
-            name if isinstance(name, str) else None,
-            shares_gpus=per_gpu > 1,
-            rounds=settings.semantics == "rounds",
-        ),
-    )
+    check_scope(settings, run_scope(jobs, name, None, settings))
     if settings.profiles:
         apps = load_applications(settings.profiles)
         where = settings.profiles
@@ -562,7 +604,7 @@ def _build_duration(
             "trace (duration) jobs run in events semantics only", source="--set", field="semantics"
         )
     pol = _make(_job_level_policies(settings), name, TRACE_JOBS)
-    check_scope(settings, RunScope(DURATION, name if isinstance(name, str) else None))
+    check_scope(settings, run_scope(jobs, name, None, settings))
     return Simulator(
         cluster,
         jobs,

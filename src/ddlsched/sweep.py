@@ -203,10 +203,55 @@ def load_sweep(path: str | Path, max_runs: int | None = None) -> Sweep:
         quiet=quiet,
         overwrite=overwrite,
     )
-    _check_names(sweep, where, ("sweep", "policies") if "policies" in sw else ("", "policy"))
-    for _ in iter_runs(sweep):  # every run's config is validated now, before anything runs
-        pass
+    policy_key = ("sweep", "policies") if "policies" in sw else ("", "policy")
+    _check_names(sweep, where, policy_key)
+    _check_runs_apply(sweep, where, policy_key)  # every run's config too, before anything runs
     return sweep
+
+
+def _check_runs_apply(sweep: Sweep, where: ConfigText, policy_key: tuple[str, str]) -> None:
+    """Every run of the sweep is one ``run`` would accept: its config is valid, its policy runs
+    the workload's jobs and each non-default setting has an effect (``api.check_run_applies``);
+    each distinct workload is read once and each distinct combination checked once. An error
+    names the sweep file and the line of the key it comes from."""
+    from .api import check_run_applies
+    from .settings_scope import check_workload_scope
+    from .workloads.presets import load_workload
+
+    grid_keys = {k for k, _ in sweep.grid}
+    workloads: dict[tuple, list] = {}
+    seen: set[str] = set()
+    for run in iter_runs(sweep):
+        cfg = run.config
+        combo = json.dumps({**run.record, "seed": 0}, sort_keys=True)
+        if combo in seen:
+            continue
+        seen.add(combo)
+        options = cfg.workload_options()
+        wkey = (cfg.workload, tuple(sorted(options.items())), cfg.settings.philly, cfg.seed)
+        try:
+            if wkey not in workloads:
+                workloads[wkey] = load_workload(
+                    str(cfg.workload),
+                    seed=cfg.seed,
+                    philly=cfg.settings.philly or None,
+                    **options,  # type: ignore[arg-type]
+                )
+            check_workload_scope(cfg.settings, str(cfg.workload))
+            check_run_applies(workloads[wkey], str(cfg.policy), cfg.placement, cfg.settings)
+        except InputError as e:
+            key = e.field or ""
+            if key == "policy":
+                table, key = policy_key
+            elif key in grid_keys:
+                table = "sweep.grid"
+            elif key in RUN_KEYS or key in ("placement", "workload"):
+                table = ""
+            else:
+                table = "settings"
+            point = ", ".join(f"{k}={v}" for k, v in run.point)
+            what = f"policy {run.policy}" + (f", {point}" if point else "")
+            raise where.error(f"{what}: {e.message}", table, key) from None
 
 
 def _check_names(sweep: Sweep, where: ConfigText, policy_key: tuple[str, str]) -> None:
