@@ -190,7 +190,8 @@ def test_gavel_infinite_throughput_is_named(tmp_path: Path) -> None:
 
 def test_run_pushed_beyond_the_time_range_is_one_line(tmp_path: Path) -> None:
     for sets in (["model=rar", "xi1=1e308"], ["a=1e9"]):  # ZeroDivisionError, overflow before
-        args = run_args(tmp_path, *(x for s in sets for x in ("--set", s)), cluster="wang20")
+        sets_args = (x for s in sets for x in ("--set", s))
+        args = run_args(tmp_path, *sets_args, "--sample", "8", cluster="wang20")  # 8 jobs: quick
         line = one_line_error(ddl(*args, cwd=tmp_path))
         assert "beyond the engine's time range" in line or "field 'a'" in line
         assert not (tmp_path / "out").exists()
