@@ -1,0 +1,133 @@
+"""The golden set (issue #12): one small run per built-in policy, whose every output file is
+committed under ``tests/golden/<case>/`` and compared byte for byte by ``test_golden.py``.
+
+Regenerate (only when a change of output is intended, and say why in the commit):
+``python tests/golden_cases.py`` from the repository root.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+GOLDEN = HERE / "golden"
+#: a small generic trace with measured durations (our own numbers, not a public trace)
+TRACE = """arrival,num_gpus,duration
+0,2,300
+10,4,120
+20,1,600
+30,8,90
+45,2,60
+50,1,30
+60,4,400
+75,2,200
+90,1,50
+100,8,100
+"""
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    cluster: str
+    workload: str
+    policy: str
+    placement: str | None = None
+    settings: dict = field(default_factory=dict)
+    options: dict = field(default_factory=dict)
+
+
+def cases() -> list[Case]:
+    out: list[Case] = []
+    wang = dict(
+        workload="wang20", cluster="tiny", options={"max_gpus": 8, "sample": 10, "load_scale": 10.0}
+    )
+    for pol in ("ada-srsf", "srsf1", "srsf2", "srsf3", "srsf", "fifo-ff"):
+        for place in ("ff", "ls", "rand", "lwf"):
+            out.append(Case(f"wang-{pol}-{place}", policy=pol, placement=place, **wang))
+    out.append(
+        Case("wang-ada-srsf-job", policy="ada-srsf", settings={"granularity": "job"}, **wang)
+    )
+    out.append(Case("wang-ada-srsf-rar", policy="ada-srsf", settings={"model": "rar"}, **wang))
+    yu = dict(workload="yu22", cluster="yu22-4", options={"max_gpus": 8, "sample": 12})
+    for pol in ("sjf-bco", "yu-ff", "yu-ls", "yu-rand"):
+        out.append(Case(f"plan-{pol}", policy=pol, **yu))
+    for sem in ("events", "rounds"):
+        for pol in ("fifo", "sjf", "tiresias", "sjf-ffs", "sjf-bsbf", "pollux"):
+            out.append(
+                Case(
+                    f"profile-{pol}-{sem}",
+                    cluster="tiny",
+                    workload="luo24-12",
+                    policy=pol,
+                    settings={"semantics": sem},
+                    options={"max_gpus": 8, "load_scale": 20.0},
+                )
+            )
+    for pol in ("fifo", "sjf", "tiresias"):
+        out.append(Case(f"trace-{pol}", cluster="tiny", workload="TRACE", policy=pol))
+    return out
+
+
+def run_case(case: Case, out: Path, workdir: Path) -> None:
+    """Run ``case`` into ``out`` through the same path as ``ddlsched run --config``."""
+    from ddlsched.config import build_run_config, run_config
+
+    workload = case.workload
+    if workload == "TRACE":
+        trace = workdir / "trace.csv"
+        trace.write_text(TRACE)
+        workload = str(trace)
+    run = {"cluster": case.cluster, "workload": workload, "policy": case.policy, "seed": 0}
+    if case.placement:
+        run["placement"] = case.placement
+    run.update(case.options)
+    cfg = build_run_config(run, case.settings, f"golden case {case.name}")
+    run_config(cfg, out)
+
+
+def normalise(files: dict[str, bytes], workdir: Path) -> dict[str, bytes]:
+    """The files of a run as if it had run in ``WORKDIR``: the temporary trace path inside
+    config.json is replaced, and the run id and config digest in summary.json follow it (they
+    hash config.json). Every other byte is compared as written."""
+    import hashlib
+
+    out = dict(files)
+    config = files.get("config.json")
+    if config is None or str(workdir).encode() not in config:
+        return out
+    fixed = config.replace(str(workdir).encode(), b"WORKDIR")
+    out["config.json"] = fixed
+    old, new = hashlib.sha256(config).hexdigest(), hashlib.sha256(fixed).hexdigest()
+    summary = files["summary.json"].replace(old.encode(), new.encode())
+    out["summary.json"] = summary.replace(old[:16].encode(), new[:16].encode())
+    return out
+
+
+def read_run(out: Path, workdir: Path) -> dict[str, bytes]:
+    """Every file of the run directory ``out``, normalised."""
+    return normalise({f.name: f.read_bytes() for f in sorted(out.iterdir())}, workdir)
+
+
+def regenerate() -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        if GOLDEN.exists():
+            shutil.rmtree(GOLDEN)
+        for case in cases():
+            out = work / case.name
+            run_case(case, out, work)
+            dest = GOLDEN / case.name
+            dest.mkdir(parents=True)
+            for name, data in read_run(out, work).items():
+                (dest / name).write_bytes(data)
+            print(f"{case.name}: {len(list(dest.iterdir()))} files", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    regenerate()
