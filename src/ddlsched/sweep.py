@@ -161,7 +161,9 @@ def load_sweep(path: str | Path, max_runs: int | None = None) -> Sweep:
         if limit < 1:  # type: ignore[operator]
             raise where.error("must be ≥ 1", "sweep", "max_runs")
     limit = DEFAULT_MAX_RUNS if limit is None else limit
-    axes = [("policies", len(policies)), *((k, len(v)) for k, v in grid), ("seeds", len(seeds))]
+    # a range's len() overflows past 2**63 (``seeds = 10^30``): count it without len()
+    n_seeds = seeds.stop if isinstance(seeds, range) else len(seeds)
+    axes = [("policies", len(policies)), *((k, len(v)) for k, v in grid), ("seeds", n_seeds)]
     total = math.prod(n for _, n in axes)
     if total > limit:
         widest = max(axes, key=lambda a: a[1])[0]
