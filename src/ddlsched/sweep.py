@@ -42,6 +42,7 @@ from .config import (
 )
 from .core.results import SUMMARY_KEYS, SimResult, atomic_write_text, csv_text
 from .errors import InputError, suggest
+from .paths import path_exists
 
 SWEEP_KEYS = ("policies", "seeds", "grid", "out", "workers", "ray_address", "max_runs")
 #: the most runs a sweep may expand to unless ``max_runs`` / ``--max-runs`` says otherwise
@@ -237,14 +238,14 @@ def _check_names(sweep: Sweep, where: ConfigText, policy_key: tuple[str, str]) -
     for table, key, value in values("workload", sweep.run.get("workload")):
         if (key, value) not in seen:
             seen.add((key, value))
-            if not _is_workload_preset(str(value)) and not Path(str(value)).exists():
+            if not _is_workload_preset(str(value)) and not path_exists(str(value)):
                 raise where.error(f"no such workload preset or file: {value}", table, key)
     for key in ("gavel_throughputs", *PATH_SETTINGS):
         base = sweep.run.get(key) if key in RUN_KEYS else sweep.settings.get(key)
         table_of = "" if key in RUN_KEYS else "settings"
         for table, k, value in values(key, base):
             table = table or table_of
-            if value and not Path(str(value)).exists():
+            if value and not path_exists(str(value)):
                 raise where.error(f"no such file or directory: {value}", table, k)
 
 
@@ -325,7 +326,7 @@ def run_hash(record: Mapping[str, object], digests: dict[str, str] | None = None
     named = [record.get("cluster"), record.get("workload"), policy_file(str(record["policy"]))]
     named += [settings.get(k) for k in PATH_SETTINGS]  # type: ignore[union-attr]
     for value in named:
-        if isinstance(value, str) and value and Path(value).exists():
+        if isinstance(value, str) and value and path_exists(value):
             if value not in digests:
                 digests[value] = _digest(Path(value))
             h.update(f"\0{value}\0{digests[value]}".encode())
