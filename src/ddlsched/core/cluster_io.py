@@ -439,6 +439,6 @@ def load_cluster(spec: str, seed: int = 0) -> Cluster:
     presets = ", ".join(CLUSTER_PRESETS)
     hint = suggest(spec.strip().lower(), tuple(CLUSTER_PRESETS))
     raise InputError(
-        f"unknown cluster '{spec}'{hint}: not a preset ({presets}) and no such file",
+        f"unknown cluster {quote(spec)}{hint}: not a preset ({presets}) and no such file",
         field="cluster",
     )
