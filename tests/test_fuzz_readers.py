@@ -48,7 +48,12 @@ from ddlsched.core.cluster import Cluster
 from ddlsched.core.cluster_io import MAX_GPUS, load_cluster, read_cluster
 from ddlsched.core.job import JobSpec
 from ddlsched.errors import InputError
-from ddlsched.perf.profiles import Application, load_application, read_pair_interference
+from ddlsched.perf.profiles import (
+    Application,
+    load_application,
+    load_applications,
+    read_pair_interference,
+)
 from ddlsched.sweep import Sweep, load_sweep
 from ddlsched.workloads.io import ALL_COLUMNS, read_workload
 from ddlsched.workloads.presets import load_workload
@@ -2005,8 +2010,13 @@ FOUND_CASES: dict[str, Callable[[], Any]] = {
     "E8-cluster-name": _in_empty_dir(lambda: load_cluster(LONG_NAME)),
     "E8-workload-name": _in_empty_dir(lambda: load_workload(LONG_NAME)),
     "E8-luo24-name": _in_empty_dir(lambda: load_workload("luo24-" + LONG_NAME)),
-    "E8-config-cluster": _loaded_config(f'cluster = "{LONG_NAME}"\n'),
-    "E8-set-profiles": lambda: with_overrides(RunConfig(), {}, {"profiles": LONG_NAME}),
+    # (a config may name a missing file: refused when the run loads it, as here)
+    "E8-config-cluster": lambda: load_cluster(
+        _loaded_config(f'cluster = "{LONG_NAME}"\n')().cluster
+    ),
+    "E8-set-profiles": lambda: load_applications(
+        with_overrides(RunConfig(), {}, {"profiles": LONG_NAME}).settings.profiles
+    ),
     # E9: a cluster YAML key that is not a string
     "E9-yaml-float-key": _file("c.yaml", "0.0: 1\nservers:\n  - num_gpus: 4\n", read_cluster),
     "E9-yaml-null-key": _file("c.yaml", "null: 1\nservers:\n  - num_gpus: 4\n", read_cluster),

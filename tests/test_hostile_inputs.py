@@ -204,3 +204,31 @@ def test_deeply_nested_toml_config_and_sweep_are_one_line(tmp_path: Path) -> Non
         proc = ddl(command, "--config", str(path), "--out", "out", cwd=tmp_path)
         one_line_error(proc, "deep.toml", "nested")
     assert not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------------- names too long
+LONG = "9" * 300  # longer than a file name may be: Path.exists() raises "File name too long"
+
+
+@pytest.mark.parametrize(
+    "case", ["cluster", "workload", "luo24", "policy-file", "out", "out-parent", "sweep-grid"]
+)
+def test_names_longer_than_a_file_name_are_one_line(tmp_path: Path, case: str) -> None:
+    """A name of 300 characters is "no such file" (or an unusable --out), never an OSError."""
+    (tmp_path / "jobs.csv").write_text("job_id,arrival,num_gpus,iterations,model\n1,0,1,10,vgg16\n")
+    if case == "sweep-grid":
+        (tmp_path / "s.toml").write_text(
+            'cluster = "tiny"\nworkload = "jobs.csv"\n[sweep]\npolicies = ["ada-srsf"]\n'
+            f'[sweep.grid]\nworkload = ["{LONG}"]\n'
+        )
+        args = ["sweep", "--config", "s.toml", "--out", str(tmp_path / "out"), "--quiet"]
+    else:
+        args = run_args(tmp_path, workload="jobs.csv")
+        at = {"cluster": "--cluster", "workload": "--workload", "luo24": "--workload"}
+        at |= {"policy-file": "--policy", "out": "--out", "out-parent": "--out"}
+        value = {"luo24": f"luo24-{LONG}", "policy-file": f"{LONG}.py:make"}
+        value["out-parent"] = str(tmp_path / LONG / "out")
+        args[args.index(at[case]) + 1] = value.get(case, LONG)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    one_line_error(ddl(*args, cwd=tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written

@@ -428,3 +428,13 @@ def test_load_cluster_unknown(tmp_path: Path) -> None:
     assert "wang20" in msg and "tiny" in msg
     with pytest.raises(InputError, match="unknown cluster file type"):
         load_cluster(str(write(tmp_path, "c.txt", "x")))
+
+
+@pytest.mark.parametrize("brk", ["\n", "\r", "\x0b", "\x85", "\u2028"])
+def test_input_error_is_one_line_whatever_the_names(brk: str) -> None:
+    """A source, field or message holding a line break is shown escaped, on one line."""
+    e = InputError(f"unknown key 'a{brk}b'", source=f"dir{brk}/c.toml", line=2, field=f"a{brk}b")
+    assert len(str(e).splitlines()) == 1
+    assert str(InputError("bad", source="c.toml", line=2, field="arrival")) == (
+        "c.toml, line 2, field 'arrival': bad"
+    )

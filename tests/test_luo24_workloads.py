@@ -257,3 +257,13 @@ def test_a_batch_outside_the_measured_range_is_a_clear_error(tmp_path):
         )
         == 2
     )
+
+
+@pytest.mark.parametrize("n", ["0", "1000001", "9" * 5000])
+def test_luo24_n_is_bounded(n: str) -> None:
+    """``luo24-N`` generates at most MAX_LUO24_JOBS jobs; beyond (or 0) is one line."""
+    from ddlsched.workloads.presets import MAX_LUO24_JOBS, load_workload
+
+    assert MAX_LUO24_JOBS == 1_000_000
+    with pytest.raises(InputError, match=r"luo24-N needs 1 ≤ N ≤ 1,000,000 jobs"):
+        load_workload(f"luo24-{n}")

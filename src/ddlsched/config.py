@@ -25,8 +25,10 @@ from .parsing import (
     check_int,
     describe,
     load_json,
+    toml_value_error,
     too_deep,
 )
+from .paths import path_exists
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,8 @@ def read_config_file(path: str | Path) -> tuple[dict, str]:
                 source=str(path),
                 line=int(m.group(1)) if m else None,
             ) from None
+        except ValueError as e:  # not a TOMLDecodeError: a 5,000-digit integer
+            raise toml_value_error(e, text, str(path)) from None
         except RecursionError:
             raise too_deep(str(path), "TOML") from None
         check_depth(data, str(path), "TOML")
@@ -265,7 +269,7 @@ def _resolve_path(value: str, base: Path | None) -> str:
     if p.is_absolute():
         return str(p)
     for candidate in ([base / p] if base is not None else []) + [p]:
-        if candidate.exists():
+        if path_exists(candidate):
             return str(candidate.resolve())
     return value
 

@@ -29,19 +29,33 @@ class InputError(Exception):
     def format(self) -> str:
         where = []
         if self.source:
-            where.append(str(self.source))
+            source = str(self.source)
+            where.append(source if source.isprintable() else quote(source))
         if self.line is not None:
             where.append(f"line {self.line}")
         if self.field:
-            where.append(f"field '{self.field}'")
+            where.append(f"field {quote(str(self.field))}")
         prefix = ", ".join(where)
-        return f"{prefix}: {self.message}" if prefix else self.message
+        return one_line(f"{prefix}: {self.message}" if prefix else str(self.message))
 
 
 def suggest(name: str, valid: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest valid name, or ``""``."""
     close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+#: characters that ``str.splitlines`` breaks a line at
+_LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_ESCAPE_BREAKS = str.maketrans(
+    {c: c.encode("unicode_escape").decode("ascii") for c in _LINE_BREAKS}
+)
+
+
+def one_line(text: str) -> str:
+    """``text`` with every line break escaped (``\\n``, ``\\u2028`` …): a backstop so that a
+    user-given name embedded raw in a message cannot split the CLI's one error line."""
+    return text.translate(_ESCAPE_BREAKS)
 
 
 def quote(text: str) -> str:

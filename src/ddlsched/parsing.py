@@ -168,6 +168,22 @@ def too_deep(source: str, what: str) -> InputError:
     return InputError(f"{what} nested too deeply (more than {MAX_DEPTH} levels)", source=source)
 
 
+# ---------------------------------------------------------------------------------- TOML
+_LONG_DIGITS = re.compile(r"[0-9][0-9_]{4000,}")
+
+
+def toml_value_error(e: ValueError, text: str, source: str) -> InputError:
+    """The error for a ``ValueError`` that ``tomllib`` lets through instead of its decode
+    error (an integer beyond Python's 4,300-digit limit)."""
+    long_int = _LONG_DIGITS.search(text)
+    if "digits" in str(e) and long_int is not None:
+        line = text.count("\n", 0, long_int.start()) + 1
+        return InputError(
+            "invalid TOML: an integer of more than 4,300 digits", source=source, line=line
+        )
+    return InputError(f"invalid TOML: {str(e).splitlines()[0] if str(e) else e!r}", source=source)
+
+
 # ---------------------------------------------------------------------------------- JSON
 class _Rejected(Exception):
     """Raised by the JSON hooks; the message says what, ``_json_problem`` finds the line."""

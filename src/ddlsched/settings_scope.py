@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import InputError
+from .paths import is_file
 
 if TYPE_CHECKING:  # pragma: no cover
     from .api import Settings
@@ -139,7 +139,7 @@ def check_scope(settings: Settings, run: RunScope) -> None:
 def is_luo24_generator(workload: str) -> bool:
     """Whether ``workload`` names the ``luo24``/``luo24-N`` generator (what ``philly`` feeds)."""
     named = re.fullmatch(r"luo24(-\d+)?", workload.lower()) is not None
-    return named and not Path(workload).is_file()
+    return named and not is_file(workload)
 
 
 def check_workload_scope(settings: Settings, workload: str) -> None:

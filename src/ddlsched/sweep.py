@@ -42,6 +42,7 @@ from .config import (
 )
 from .core.results import SUMMARY_KEYS, SimResult, atomic_write_text, csv_text
 from .errors import InputError, suggest
+from .paths import path_exists
 
 SWEEP_KEYS = ("policies", "seeds", "grid", "out", "workers", "ray_address", "max_runs")
 #: the most runs a sweep may expand to unless ``max_runs`` / ``--max-runs`` says otherwise
@@ -161,7 +162,9 @@ def load_sweep(path: str | Path, max_runs: int | None = None) -> Sweep:
         if limit < 1:  # type: ignore[operator]
             raise where.error("must be ≥ 1", "sweep", "max_runs")
     limit = DEFAULT_MAX_RUNS if limit is None else limit
-    axes = [("policies", len(policies)), *((k, len(v)) for k, v in grid), ("seeds", len(seeds))]
+    # a range's len() overflows past 2**63 (``seeds = 10^30``): count it without len()
+    n_seeds = seeds.stop if isinstance(seeds, range) else len(seeds)
+    axes = [("policies", len(policies)), *((k, len(v)) for k, v in grid), ("seeds", n_seeds)]
     total = math.prod(n for _, n in axes)
     if total > limit:
         widest = max(axes, key=lambda a: a[1])[0]
@@ -280,14 +283,14 @@ def _check_names(sweep: Sweep, where: ConfigText, policy_key: tuple[str, str]) -
     for table, key, value in values("workload", sweep.run.get("workload")):
         if (key, value) not in seen:
             seen.add((key, value))
-            if not _is_workload_preset(str(value)) and not Path(str(value)).exists():
+            if not _is_workload_preset(str(value)) and not path_exists(str(value)):
                 raise where.error(f"no such workload preset or file: {value}", table, key)
     for key in ("gavel_throughputs", *PATH_SETTINGS):
         base = sweep.run.get(key) if key in RUN_KEYS else sweep.settings.get(key)
         table_of = "" if key in RUN_KEYS else "settings"
         for table, k, value in values(key, base):
             table = table or table_of
-            if value and not Path(str(value)).exists():
+            if value and not path_exists(str(value)):
                 raise where.error(f"no such file or directory: {value}", table, k)
 
 
@@ -368,7 +371,7 @@ def run_hash(record: Mapping[str, object], digests: dict[str, str] | None = None
     named = [record.get("cluster"), record.get("workload"), policy_file(str(record["policy"]))]
     named += [settings.get(k) for k in PATH_SETTINGS]  # type: ignore[union-attr]
     for value in named:
-        if isinstance(value, str) and value and Path(value).exists():
+        if isinstance(value, str) and value and path_exists(value):
             if value not in digests:
                 digests[value] = _digest(Path(value))
             h.update(f"\0{value}\0{digests[value]}".encode())

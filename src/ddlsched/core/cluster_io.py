@@ -22,8 +22,10 @@ from ..parsing import (
     check_int,
     load_json,
     load_yaml,
+    toml_value_error,
     too_deep,
 )
+from ..paths import path_exists
 from .cluster import Cluster, Server
 
 
@@ -127,7 +129,7 @@ Path_ = tuple[str | int, ...]
 def _field_name(path: Path_) -> str:
     out = ""
     for p in path:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else p)
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
     return out
 
 
@@ -260,6 +262,11 @@ def _type_name(v: Any) -> str:
     return type(v).__name__
 
 
+def _not_a_name(key: Any, allowed: tuple[str, ...]) -> str:
+    """Message for a YAML key that is not text (``0.0:``, ``null:``, ``true:``)."""
+    return f"key {quote(repr(key))} is not a name; valid keys: {', '.join(allowed)}"
+
+
 def _number(v: Any, path: Path_, ctx: _Ctx) -> float:
     """A finite number given as a number (``ddlsched.parsing``; a quoted "16384" is text)."""
     try:
@@ -282,6 +289,8 @@ def _server_fields(table: Any, path: Path_, ctx: _Ctx, allowed: tuple[str, ...])
     out: dict[str, Any] = {}
     for key, v in table.items():
         p = path + (key,)
+        if not isinstance(key, str):
+            raise ctx.error(_not_a_name(key, allowed), path)
         if key not in allowed:
             raise ctx.error(
                 f"unknown key {quote(str(key))}{suggest(str(key), allowed)}; "
@@ -311,6 +320,8 @@ def _build_cluster(data: Any, ctx: _Ctx, default_name: str) -> Cluster:
     if not isinstance(data, dict):
         raise ctx.error(f"expected a table with 'servers', got {_type_name(data)}", ())
     for key in data:
+        if not isinstance(key, str):
+            raise ctx.error(_not_a_name(key, _TOP_KEYS), ())
         if key not in _TOP_KEYS:
             raise ctx.error(
                 f"unknown key {quote(str(key))}{suggest(str(key), _TOP_KEYS)}; "
@@ -363,6 +374,8 @@ def _parse(text: str, source: str, fmt: str) -> Any:
             if m:
                 msg = msg[: m.start()] + msg[m.end() :]
             raise InputError(f"invalid TOML: {msg}", source=source, line=line) from None
+        except ValueError as e:  # not a TOMLDecodeError: a 5,000-digit integer
+            raise toml_value_error(e, text, source) from None
         except RecursionError:
             raise too_deep(source, "TOML") from None
         check_depth(data, source, "TOML")
@@ -416,15 +429,16 @@ def load_cluster(spec: str, seed: int = 0) -> Cluster:
         return factory(seed)
     sized = _SIZED.match(name)
     if sized:
-        n = int(sized.group(1))
+        digits = sized.group(1)
+        n = int(digits) if len(digits) <= 9 else 0  # 5,000 digits: beyond int()'s limit
         if not 1 <= n <= 1000:
             raise InputError("yu22-N needs 1 ≤ N ≤ 1000 servers", field="cluster")
         return yu22_cluster(seed, n)
-    if Path(spec).exists():
+    if path_exists(spec):
         return read_cluster(spec)
     presets = ", ".join(CLUSTER_PRESETS)
     hint = suggest(spec.strip().lower(), tuple(CLUSTER_PRESETS))
     raise InputError(
-        f"unknown cluster '{spec}'{hint}: not a preset ({presets}) and no such file",
+        f"unknown cluster {quote(spec)}{hint}: not a preset ({presets}) and no such file",
         field="cluster",
     )

@@ -123,7 +123,11 @@ def target_path(out: str | Path) -> Path:
     """The directory really written: ``out``, or what it links to when it is a symbolic link
     (the link stays; its target is replaced)."""
     p = Path(out)
-    return Path(os.path.realpath(p)) if p.is_symlink() else Path(os.path.abspath(p))
+    try:
+        link = p.is_symlink()
+    except OSError:  # a name the system refuses (too long): check_target says so
+        link = False
+    return Path(os.path.realpath(p)) if link else Path(os.path.abspath(p))
 
 
 def check_target(out: str | Path) -> None:
@@ -131,7 +135,15 @@ def check_target(out: str | Path) -> None:
     existing file (``/dev/null``), a parent that is a file, the file-system root or the
     current directory (or a folder holding it)."""
     shown = str(out)
-    p = target_path(out)
+    try:
+        _check_target(target_path(out), shown)
+    except OSError as e:  # a name longer than the system allows
+        raise InputError(
+            f"cannot be a directory: {e.strerror}", source=shown, field="--out"
+        ) from None
+
+
+def _check_target(p: Path, shown: str) -> None:
     if p.exists() and not p.is_dir():
         raise InputError("exists and is not a directory", source=shown, field="--out")
     if p.parent == p:

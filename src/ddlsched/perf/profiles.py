@@ -42,6 +42,7 @@ import numpy as np
 
 from ..errors import InputError, quote, suggest
 from ..parsing import NumberError, csv_rows, parse_float
+from ..paths import is_dir
 
 #: Per-application ``max_epochs`` of the Pollux artifact (applications.py); an application not
 #: listed here runs for as many epochs as its shortest validation file has rows.
@@ -465,7 +466,7 @@ def load_application(
 ) -> Application:
     """One application directory of the Pollux artifact (app:23-47), artifact defaults by name."""
     directory = Path(path)
-    if not directory.is_dir():
+    if not is_dir(directory):
         raise InputError("not a directory (expected an application's traces)", source=str(path))
     name = name or directory.name
     placements = _placements(directory / "placements.csv")
@@ -491,7 +492,7 @@ def load_application(
 def load_applications(root: str | Path) -> dict[str, Application]:
     """Every subdirectory of ``root`` holding a placements.csv, by directory name."""
     base = Path(root)
-    if not base.is_dir():
+    if not is_dir(base):
         raise InputError("not a directory (expected application trace folders)", source=str(root))
     apps = {
         d.name: load_application(d)

@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import InputError, PolicyError, ScheduleError, suggest
+from ..paths import is_file
 
 #: names the built-in ``--policy`` values take besides the presets and planners
 PROFILE_POLICY_NAMES = ("tiresias", "fifo", "sjf", "sjf-ffs", "sjf-bsbf", "pollux")
@@ -197,7 +198,7 @@ def load_factory(spec: str) -> Any:
         raise InputError(f"expected MODULE:NAME or FILE.py:NAME, got {spec!r}", field="policy")
     if where.endswith(".py"):
         path = Path(where)
-        if not path.is_file():
+        if not is_file(path):
             raise InputError("no such file", source=where, field="policy")
         mod = _load_file(path)
     else:

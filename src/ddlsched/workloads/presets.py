@@ -8,6 +8,7 @@ from pathlib import Path
 from ..core.job import JobSpec
 from ..core.timing import check_job_times
 from ..errors import InputError
+from ..paths import is_file, path_exists
 from .generators import WORKLOAD_PRESETS
 from .traces import TraceOptions, check_format, filter_with_options, read_with_options
 
@@ -66,7 +67,7 @@ def _load(spec: str, seed: int, philly: str | None, trace: TraceOptions) -> list
     """A preset's jobs (filtered), None for a file; ``InputError`` for neither."""
     jobs = _preset(spec, seed, philly)
     if jobs is None:
-        if not Path(spec).exists():
+        if not path_exists(spec):
             raise InputError(
                 f"no such workload preset or file; presets: {', '.join(WORKLOAD_PRESETS)}",
                 source=spec,
@@ -83,12 +84,24 @@ def _load(spec: str, seed: int, philly: str | None, trace: TraceOptions) -> list
 def _preset(spec: str, seed: int, philly: str | None) -> list[JobSpec] | None:
     name = spec.lower()
     sized = re.match(r"^luo24-([0-9]+)$", name)
-    if (name == "luo24" or sized) and not Path(spec).is_file():
+    if (name == "luo24" or sized) and not is_file(spec):
         from .luo24 import generate_pollux_workload
 
-        n = int(sized.group(1)) if sized else 240
+        n = _luo24_size(sized.group(1)) if sized else 240
         return generate_pollux_workload(seed, num_jobs=n, philly=philly)
     gen = WORKLOAD_PRESETS.get(name)
-    if gen is not None and not Path(spec).is_file():
+    if gen is not None and not is_file(spec):
         return gen(seed)
     return None
+
+
+#: the most jobs ``luo24-N`` generates (a typo such as ``luo24-100000000`` must not exhaust memory)
+MAX_LUO24_JOBS = 1_000_000
+
+
+def _luo24_size(digits: str) -> int:
+    """N of ``luo24-N``: ``InputError`` unless ``1 ≤ N ≤ MAX_LUO24_JOBS``."""
+    n = int(digits) if len(digits) <= 9 else MAX_LUO24_JOBS + 1
+    if not 1 <= n <= MAX_LUO24_JOBS:
+        raise InputError(f"luo24-N needs 1 ≤ N ≤ {MAX_LUO24_JOBS:,} jobs", field="workload")
+    return n
