@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core.job import JobSpec, ModelProfile
 from ..core.results import atomic_write_bytes, atomic_write_text, csv_text
+from ..core.timing import time_problem
 from ..errors import InputError, quote, suggest
 from ..parsing import NumberError, csv_rows, to_float, to_int
 from ..perf.models import builtin_model
@@ -185,12 +186,16 @@ def _build(
     arrival = _number(rec["arrival"], "arrival", err)
     if arrival < 0:
         raise err(f"must be ≥ 0, got {arrival:g}", "arrival")
+    if problem := time_problem(arrival):
+        raise err(problem, "arrival")
     num_gpus = _whole(rec["num_gpus"], "num_gpus", err)
     duration = 0.0
     if not _missing(rec.get("duration")):
         duration = _number(rec["duration"], "duration", err)
         if duration <= 0:
             raise err(f"must be > 0, got {duration:g}", "duration")
+        if problem := time_problem(duration, duration=True):
+            raise err(problem, "duration")
     iterations = 0
     if not _missing(rec.get("iterations")):
         iterations = _whole(rec["iterations"], "iterations", err)
