@@ -244,7 +244,7 @@ def filter_jobs(
         raise InputError("no jobs left after the filters (time window, max GPUs)", source=source)
     if (start is not None and start < 0) or (load_scale is not None and load_scale < 1):
         # only these move arrivals later: the engine's time range must still hold
-        check_job_times(kept, source, "(after the filters trace_start/load_scale)")
+        check_job_times(kept, source, "(after the filters --trace-start/--load-scale)")
     return kept
 
 
