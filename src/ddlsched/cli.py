@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
+from typing import NoReturn
 
 from . import __version__
 from .errors import InputError
@@ -300,10 +301,24 @@ def cmd_trace_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+class UsageError(Exception):
+    """A command line argparse refuses (unknown option, malformed value); :func:`main` prints
+    it as one ``ddlsched: error:`` line and exits 2, like any other input error."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error raises :class:`UsageError` (one line, no usage block)
+    instead of printing the usage and exiting; subcommand parsers inherit this."""
+
+    def error(self, message: str) -> NoReturn:
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+        raise UsageError(f"{text} (see '{self.prog} --help')")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .parsing import int_arg
 
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="ddlsched",
         description="Simulate and reproduce schedulers for distributed deep-learning jobs.",
     )
@@ -457,7 +472,11 @@ def _on_signal(signum: int, frame: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as e:
+        print(f"ddlsched: error: {e}", file=sys.stderr)
+        return EXIT_INPUT
     previous = None
     if threading.current_thread() is threading.main_thread():
         previous = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))

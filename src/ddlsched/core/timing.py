@@ -32,6 +32,20 @@ MAX_PER_BYTE = 1.0
 _RANGE = "the engine's time range [0, 1e9] s (about 31.7 years; docs/models.md)"
 
 
+def time_problem(value: float, *, duration: bool = False) -> str | None:
+    """Why a time read from a file (an arrival, or a duration if ``duration``) lies outside
+    what the engine represents, or None; readers raise it with their file, line and field."""
+    if duration:
+        if not (math.isfinite(value) and MIN_DURATION <= value <= MAX_TIME):
+            return (
+                f"duration {value:g} s is outside [1e-6, 1e9] s (durations of at least 1 µs "
+                f"within {_RANGE})"
+            )
+    elif not (math.isfinite(value) and 0 <= value <= MAX_TIME):
+        return f"{value:g} s is outside {_RANGE}"
+    return None
+
+
 def check_job_times(jobs: Iterable[JobSpec], source: str | None = None, note: str = "") -> None:
     """``InputError`` for the first job whose times the engine cannot represent: an arrival
     outside ``[0, MAX_TIME]``, a duration or per-iteration compute time below

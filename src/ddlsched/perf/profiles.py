@@ -508,23 +508,39 @@ def read_pair_interference(path: str) -> dict[tuple[str, str], float]:
     """Per-pair interference ratios: CSV ``app,other,xi`` (ξ of ``app``'s job when it shares a
     GPU with ``other``'s), header required; errors name file, line and field."""
     try:
-        text = open(path, encoding="utf-8").read()
+        with open(path, encoding="utf-8-sig") as f:  # a byte-order mark is dropped
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise InputError(f"not a UTF-8 text file ({e.reason})", source=path) from None
     except OSError as e:
         raise InputError(f"cannot read file: {e.strerror}", source=path) from None
     rows = [(line, row) for _start, line, row in csv_rows(text, path)]
     if not rows or [c.strip() for c in rows[0][1]] != ["app", "other", "xi"]:
         raise InputError("expected the header app,other,xi", source=path, line=1)
     out: dict[tuple[str, str], float] = {}
+    first: dict[tuple[str, str], int] = {}
     for n, row in rows[1:]:
-        if not row:
+        if not any(c.strip() for c in row):
             continue
         if len(row) != 3:
             raise InputError(f"expected 3 fields, got {len(row)}", source=path, line=n)
+        pair = (row[0].strip(), row[1].strip())
+        for field, name in zip(("app", "other"), pair, strict=True):
+            if not name:
+                raise InputError("empty application name", source=path, line=n, field=field)
+        if pair in first:
+            raise InputError(
+                f"duplicate pair {quote(pair[0])}, {quote(pair[1])} (first on line {first[pair]})",
+                source=path,
+                line=n,
+                field="app",
+            )
+        first[pair] = n
         try:
             xi = parse_float(row[2])
         except NumberError as e:
             raise InputError(str(e), source=path, line=n, field="xi") from None
         if not xi >= 1:
             raise InputError("must be ≥ 1", source=path, line=n, field="xi")
-        out[(row[0].strip(), row[1].strip())] = xi
+        out[pair] = xi
     return out

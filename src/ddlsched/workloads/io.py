@@ -17,7 +17,7 @@ from typing import Any
 from ..core.cluster import Cluster
 from ..core.job import JobSpec, ModelProfile
 from ..core.results import atomic_write_text, csv_text
-from ..core.timing import MAX_SIZE_MB
+from ..core.timing import MAX_SIZE_MB, time_problem
 from ..errors import InputError, quote, suggest
 from ..parsing import NumberError, csv_rows, describe, load_json, to_float, to_int
 from ..perf.models import WANG20_MODELS, builtin_model
@@ -106,6 +106,8 @@ def _build_job(
     arrival = _to_float(record["arrival"], "arrival", where)
     if arrival < 0:
         raise where.error(f"arrival must be >= 0, got {arrival:g}", "arrival")
+    if problem := time_problem(arrival):
+        raise where.error(f"arrival {problem}", "arrival")
     num_gpus = _to_int(record["num_gpus"], "num_gpus", where)
     if num_gpus < 1:
         raise where.error(f"num_gpus must be >= 1, got {num_gpus}", "num_gpus")

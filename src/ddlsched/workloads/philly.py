@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..parsing import NumberError, csv_rows, parse_float
+from ..parsing import MAX_INT, NumberError, csv_rows, parse_float
 
 _EPOCH = datetime(1970, 1, 1)
 #: Characters of plain ASCII numbers (the fast path's pre-check; the row loop names the cell)
@@ -130,8 +130,8 @@ def _parse_fast(rows: list[list[str]], idx: list[int]) -> _Columns | None:
     dur, gpus, gtime = numbers
     if not all(np.isfinite(a).all() and (a >= 0).all() for a in numbers):
         return None
-    if not ((gpus >= 1) & (gpus == np.floor(gpus))).all():
-        return None
+    if not ((gpus >= 1) & (gpus == np.floor(gpus)) & (gpus <= MAX_INT // 2)).all():
+        return None  # the row loop names a count beyond 64 bits
     submit = stamps.astype(np.int64) / 1e6
     return submit, dur, gpus.astype(np.int64), gtime
 
@@ -155,6 +155,13 @@ def _parse_rows(rows: list[list[str]], lines: list[int], idx: list[int], source:
         if not g.is_integer() or g < 1:
             raise InputError(
                 f"expected a whole number ≥ 1, got '{row[idx[2]].strip()}'",
+                source=source,
+                line=line,
+                field="num_gpus",
+            )
+        if g > MAX_INT:
+            raise InputError(
+                f"integer {row[idx[2]].strip()} is too large (the limit is 2^63 - 1)",
                 source=source,
                 line=line,
                 field="num_gpus",

@@ -4,6 +4,7 @@ workloads come from the Pollux artifact). ``read_workload`` recognises it from t
 from __future__ import annotations
 
 from ..core.job import JobSpec, ModelProfile
+from ..core.timing import time_problem
 from ..errors import InputError
 from ..parsing import NumberError, csv_rows, parse_float, parse_int
 
@@ -49,6 +50,8 @@ def read_pollux_csv(text: str, source: str) -> list[JobSpec]:
             raise InputError(str(e), source=source, line=line, field="time") from None
         if arrival < 0:
             raise InputError("must be ≥ 0", source=source, line=line, field="time")
+        if problem := time_problem(arrival):
+            raise InputError(problem, source=source, line=line, field="time")
         if not app:
             raise InputError("empty application", source=source, line=line, field="application")
         ints = []

@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 
 from ..core.job import JobSpec, ModelProfile
+from ..core.timing import MAX_TIME, MIN_DURATION, time_problem
 from ..errors import InputError, quote, suggest
 from ..parsing import NumberError, check_float, csv_rows, load_json, parse_float, parse_int
 from .io import read_text
-from .philly import read_philly
+from .philly import PhillyTrace, read_philly
 
 #: Gavel's current trace: tab-separated, no header (``scheduler/utils.py: parse_trace``).
 GAVEL_COLUMNS: tuple[str, ...] = (
@@ -80,6 +81,14 @@ def parse_number(raw: str, source: str, line: int | None, field: str, *, positiv
     return v
 
 
+def _check_time(
+    value: float, source: str, line: int | None, field: str, *, duration: bool = False
+) -> None:
+    """``InputError`` at file/line/field for a time outside the engine's range."""
+    if problem := time_problem(value, duration=duration):
+        raise InputError(problem, source=source, line=line, field=field)
+
+
 def parse_count(raw: str, source: str, line: int | None, field: str) -> int:
     """A whole number ``≥ 1`` (``4`` or ``4.0``) or an ``InputError`` at file/line/field."""
     try:
@@ -120,6 +129,7 @@ def read_philly_jobs(path: Path) -> list[JobSpec]:
     order = np.argsort(trace.submit, kind="stable")
     profile = placeholder_model(PLACEHOLDER_MODEL)
     arrivals = (trace.submit[order] - trace.submit[order[0]]).tolist()
+    _check_philly_times(trace, order, arrivals, str(path))
     gpus = trace.num_gpus[order].tolist()
     durations = trace.duration[order].tolist()
     vcs = [trace.cluster[k] for k in order.tolist()]
@@ -135,6 +145,24 @@ def read_philly_jobs(path: Path) -> list[JobSpec]:
         )
         for i in range(len(arrivals))
     ]
+
+
+def _check_philly_times(
+    trace: PhillyTrace, order: np.ndarray, arrivals: list[float], source: str
+) -> None:
+    """``InputError`` at the first row (file order) whose duration, or arrival counted from the
+    first submission, the engine cannot represent (``core/timing.py``)."""
+    arr = np.asarray(arrivals, dtype=float)
+    dur = trace.duration[order]
+    ok = (dur >= MIN_DURATION) & (dur <= MAX_TIME) & (arr <= MAX_TIME)
+    if ok.all():
+        return
+    k = min(np.flatnonzero(~ok).tolist(), key=lambda i: int(trace.line[order[i]]))
+    field, problem = "duration", time_problem(float(dur[k]), duration=True)
+    if problem is None:
+        field = "timestamp"
+        problem = f"arrival (from the first submission) {time_problem(float(arr[k]))}"
+    raise InputError(problem, source=source, line=int(trace.line[order[k]]), field=field)
 
 
 # --------------------------------------------------------------------------------------------
@@ -182,9 +210,17 @@ def read_gavel(
         arrival = parse_number(
             cells[idx["arrival_time"]], source, line, "arrival_time", positive=False
         )
+        _check_time(arrival, source, line, "arrival_time")
         duration = 0.0
         if table is not None:
             duration = steps / _throughput(table, job_type, gpus, throughputs, source, line)
+            if problem := time_problem(duration, duration=True):
+                raise InputError(
+                    f"total_steps / throughput (steps/s alone on {gpus} GPU(s)): {problem}",
+                    source=source,
+                    line=line,
+                    field="total_steps",
+                )
         profile = profiles.get(job_type)
         if profile is None:
             profile = profiles[job_type] = placeholder_model(job_type, batch_from_name(job_type))
@@ -260,9 +296,21 @@ def _load_throughputs(
                     source=source,
                     field=f"{gpu}.{key}.null",
                 )
+            try:
+                scale = parse_int(m.group(2))
+            except NumberError as e:
+                raise InputError(
+                    f"scale factor: {e}", source=source, field=f"{gpu}.{key}"
+                ) from None
+            if scale < 1:  # throughputs are extrapolated per GPU from it: 0 GPUs is no data
+                raise InputError(
+                    f"scale factor (GPUs) must be ≥ 1, got {scale}",
+                    source=source,
+                    field=f"{gpu}.{key}",
+                )
             measured = table.setdefault(m.group(1), {})
             if steps > 0:  # 0: the configuration did not run (counts as not measured)
-                measured[int(m.group(2))] = steps
+                measured[scale] = steps
         out[gpu] = table
     return out
 
@@ -340,6 +388,8 @@ def read_tiresias(path: Path) -> list[JobSpec]:
         gpus = parse_count(rec["num_gpu"], source, line, "num_gpu")
         arrival = parse_number(rec["submit_time"], source, line, "submit_time", positive=False)
         duration = parse_number(rec["duration"], source, line, "duration", positive=True)
+        _check_time(arrival, source, line, "submit_time")
+        _check_time(duration, source, line, "duration", duration=True)
         iterations = 0
         if rec.get("iterations"):
             iterations = parse_count(rec["iterations"], source, line, "iterations")

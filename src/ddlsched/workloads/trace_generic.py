@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core.job import JobSpec, ModelProfile
 from ..core.results import atomic_write_bytes, atomic_write_text, csv_text
+from ..core.timing import time_problem
 from ..errors import InputError, quote, suggest
 from ..parsing import NumberError, csv_rows, to_float, to_int
 from ..perf.models import builtin_model
@@ -109,13 +110,16 @@ def _read_parquet(path: Path) -> list[JobSpec]:
     try:
         table = pq.read_table(path)
     except Exception as e:  # pyarrow raises several types for corrupt files
-        raise InputError(f"cannot read Parquet file: {e}", source=source) from None
+        raise InputError(f"cannot read Parquet file: {_one_line(e)}", source=source) from None
 
     def file_err(message: str, field: str | None) -> InputError:
         return InputError(message, source=source, field=field)
 
     _check_header(list(table.column_names), file_err)
-    columns = table.to_pydict()
+    try:  # a corrupt file may decode only here (a string column that is not UTF-8)
+        columns = table.to_pydict()
+    except Exception as e:
+        raise InputError(f"cannot read Parquet file: {_one_line(e)}", source=source) from None
     names = list(columns)
     jobs: list[JobSpec] = []
     cache: dict[tuple[Any, ...], ModelProfile] = {}
@@ -128,6 +132,16 @@ def _read_parquet(path: Path) -> list[JobSpec]:
     if not jobs:
         raise InputError("no jobs: the Parquet file has no rows", source=source)
     return jobs
+
+
+def _one_line(e: Exception) -> str:
+    """pyarrow's message on one printable line (it spans lines and may quote raw bytes)."""
+    text = " ".join(str(e).split()) or type(e).__name__
+    if isinstance(e, UnicodeDecodeError):
+        text = f"a text column is not UTF-8 ({text})"
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return text if text.isprintable() else repr(text)[1:-1]
 
 
 def _pyarrow_parquet() -> Any:
@@ -185,12 +199,16 @@ def _build(
     arrival = _number(rec["arrival"], "arrival", err)
     if arrival < 0:
         raise err(f"must be ≥ 0, got {arrival:g}", "arrival")
+    if problem := time_problem(arrival):
+        raise err(problem, "arrival")
     num_gpus = _whole(rec["num_gpus"], "num_gpus", err)
     duration = 0.0
     if not _missing(rec.get("duration")):
         duration = _number(rec["duration"], "duration", err)
         if duration <= 0:
             raise err(f"must be > 0, got {duration:g}", "duration")
+        if problem := time_problem(duration, duration=True):
+            raise err(problem, "duration")
     iterations = 0
     if not _missing(rec.get("iterations")):
         iterations = _whole(rec["iterations"], "iterations", err)

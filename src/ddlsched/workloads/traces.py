@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.job import JobSpec
+from ..core.timing import check_job_times
 from ..errors import InputError, quote, suggest
 from .io import read_workload
 from .philly import is_philly_header
@@ -241,6 +242,9 @@ def filter_jobs(
         kept = [j if j.job_id == i else replace(j, job_id=i) for i, j in enumerate(kept)]
     if not kept:
         raise InputError("no jobs left after the filters (time window, max GPUs)", source=source)
+    if (start is not None and start < 0) or (load_scale is not None and load_scale < 1):
+        # only these move arrivals later: the engine's time range must still hold
+        check_job_times(kept, source, "(after the filters --trace-start/--load-scale)")
     return kept
 
 
