@@ -18,7 +18,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
 from pathlib import Path
@@ -231,11 +231,13 @@ def _check_runs_apply(sweep: Sweep, where: ConfigText, policy_key: tuple[str, st
             continue
         seen.add(combo)
         options = cfg.workload_options()
-        wkey = (cfg.workload, tuple(sorted(options.items())), cfg.settings.philly, cfg.seed)
+        name = str(cfg.workload)
+        seeded = _is_workload_preset(name) or options.get("sample") is not None
+        wkey = (name, tuple(sorted(options.items())), cfg.settings.philly, seeded and cfg.seed)
         try:
             if wkey not in workloads:
                 workloads[wkey] = load_workload(
-                    str(cfg.workload),
+                    name,
                     seed=cfg.seed,
                     philly=cfg.settings.philly or None,
                     **options,  # type: ignore[arg-type]
@@ -433,7 +435,6 @@ def run_sweep(
         raise InputError("missing; give --out or `out = ...` in [sweep]", field="out")
     if executor not in ("local", "ray"):
         raise InputError("must be 'local' or 'ray'", field="executor")
-    check_workloads(iter_runs(sweep))
     sid = sweep_id(sweep)
     with claim(target, may_replace=_sweep_rule(sweep, sid), overwrite=overwrite) as root:
         if overwrite and root.is_dir() and _sweep_rule(sweep, sid)(root) is not None:
@@ -443,37 +444,6 @@ def run_sweep(
         return _run_sweep_in(
             sweep, root, Path(target), executor, workers, ray_address, progress, on_plan
         )
-
-
-def check_workloads(runs: Iterable[SweepRun]) -> None:
-    """Load each distinct workload of the runs once (file or preset, its filters, the seed
-    where it matters), so that a workload only its filters make invalid (``load_scale =
-    [1e-300]`` pushes arrivals beyond the engine's time range) is one error before the sweep
-    writes anything, not a failure after ``out`` exists."""
-    from .workloads.presets import load_workload
-
-    seen: set[tuple[object, ...]] = set()
-    for r in runs:
-        cfg = r.config
-        opts = cfg.workload_options()
-        name = str(cfg.workload)
-        seeded = _is_workload_preset(name) or opts.get("sample") is not None
-        philly = cfg.settings.philly or None
-        key = (name, cfg.seed if seeded else None, philly, tuple(sorted(opts.items())))
-        if key not in seen:
-            seen.add(key)
-            try:
-                load_workload(name, cfg.seed, philly, **opts)  # type: ignore[arg-type]
-            except InputError as e:
-                if not r.point:
-                    raise
-                point = ", ".join(f"{k} = {v!r}" for k, v in r.point)
-                raise InputError(
-                    f"{e.message} (sweep grid point {point})",
-                    source=e.source,
-                    line=e.line,
-                    field=e.field,
-                ) from e
 
 
 def _run_sweep_in(
