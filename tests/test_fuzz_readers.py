@@ -12,7 +12,7 @@ characters deleted, duplicated, swapped; lines duplicated; extra or missing colu
 CRLF, invalid UTF-8) and (b) structured random documents with the reader's keys and random
 values. Examples are deterministic (``derandomize=True``); set ``DDLSCHED_FUZZ_EXAMPLES=N`` to
 run N examples per reader, and ``DDLSCHED_FUZZ_LOG=FILE`` to record every contract violation as
-a JSON line instead of stopping at the first (for bulk runs; see docs/reliability-fuzz.md).
+a JSON line instead of stopping at the first (for bulk runs; see docs/reliability.md ("Fuzzing every reader")).
 Then come the issue's hostile inputs as fixed cases, the bounded ones (YAML billion laughs, a
 sweep of 10^8 seeds) in a subprocess with a timeout and a memory limit, and a small CLI fuzz.
 """
@@ -1937,7 +1937,7 @@ def test_hostile_sweep_is_one_line(tmp_path: Path, text: str, capsys) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# the failure classes the bulk runs found, one minimal input each (docs/reliability-fuzz.md):
+# the failure classes the bulk runs found, one minimal input each (docs/reliability.md ("Fuzzing every reader")):
 # each must be a one-line InputError from the reader itself
 # --------------------------------------------------------------------------------------------
 

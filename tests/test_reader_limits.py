@@ -1,4 +1,4 @@
-"""Trace and data-file readers refuse what the fuzzing found (docs/reliability-fuzz.md): times
+"""Trace and data-file readers refuse what the fuzzing found (docs/reliability.md ("Fuzzing every reader")): times
 beyond the engine's range, counts beyond 64 bits, impossible Gavel scale factors, bad
 interference files, each as one line naming file, line and field."""
 

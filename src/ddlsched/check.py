@@ -5,7 +5,7 @@ Reads ``config.json``, ``summary.json``, ``jobs.csv`` and ``segments.csv`` as wr
 others: the files belong together, each job's times and segments agree, every segment is a gang
 on existing GPUs of the right count, no GPU holds more jobs (or memory) than the run allowed, and
 ``summary.json`` is what ``jobs.csv``/``segments.csv`` give. Every rule is in
-docs/reliability-check.md. A broken file is a violation naming its file and line, never a crash;
+docs/reliability.md ("ddlsched check"). A broken file is a violation naming its file and line, never a crash;
 only an unusable input (no such directory, an unreadable file) is an ``InputError``.
 """
 
@@ -51,7 +51,7 @@ _LABEL = re.compile(r"(\d+):(\d+)")
 @dataclass(frozen=True)
 class Violation:
     """One broken rule: where (file name in the run directory, 1-based line; both optional),
-    which rule (a short name from docs/reliability-check.md) and what, naming job/GPU/time."""
+    which rule (a short name from docs/reliability.md ("ddlsched check")) and what, naming job/GPU/time."""
 
     rule: str
     message: str
