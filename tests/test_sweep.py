@@ -418,7 +418,7 @@ def test_a_grid_point_where_a_setting_has_no_effect_is_refused_before_anything_r
         load_sweep(sweep)
     err = info.value
     assert (err.line, err.field) == (9, "sweep.grid.kappa")
-    assert "placement=ff, kappa=2" in err.message and "lwf placement" in err.message
+    assert "placement = 'ff', kappa = 2" in err.message and "lwf placement" in err.message
 
 
 def test_a_policy_that_cannot_run_the_workload_is_refused_before_anything_runs(

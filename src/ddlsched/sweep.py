@@ -234,27 +234,37 @@ def _check_runs_apply(sweep: Sweep, where: ConfigText, policy_key: tuple[str, st
         name = str(cfg.workload)
         seeded = _is_workload_preset(name) or options.get("sample") is not None
         wkey = (name, tuple(sorted(options.items())), cfg.settings.philly, seeded and cfg.seed)
-        try:
-            if wkey not in workloads:
+        point = ", ".join(f"{k} = {v!r}" for k, v in run.point)
+        if wkey not in workloads:
+            try:
                 workloads[wkey] = load_workload(
                     name,
                     seed=cfg.seed,
                     philly=cfg.settings.philly or None,
                     **options,  # type: ignore[arg-type]
                 )
-            check_workload_scope(cfg.settings, str(cfg.workload))
+            except InputError as e:  # the workload file's own place, and the grid point
+                if not point:
+                    raise
+                raise InputError(
+                    f"{e.message} (sweep grid point {point})",
+                    source=e.source,
+                    line=e.line,
+                    field=e.field,
+                ) from None
+        try:
+            check_workload_scope(cfg.settings, name)
             check_run_applies(workloads[wkey], str(cfg.policy), cfg.placement, cfg.settings)
-        except InputError as e:
+        except InputError as e:  # the key of the sweep file the offending value comes from
             key = e.field or ""
             if key == "policy":
                 table, key = policy_key
             elif key in grid_keys:
                 table = "sweep.grid"
-            elif key in RUN_KEYS or key in ("placement", "workload"):
+            elif key in RUN_KEYS:
                 table = ""
             else:
                 table = "settings"
-            point = ", ".join(f"{k}={v}" for k, v in run.point)
             what = f"policy {run.policy}" + (f", {point}" if point else "")
             raise where.error(f"{what}: {e.message}", table, key) from None
 
