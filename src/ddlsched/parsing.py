@@ -446,3 +446,11 @@ def csv_rows(text: str, source: str) -> Iterator[tuple[int, int, list[str]]]:
             raise InputError(f"malformed CSV: {reason}", source=source, line=start) from None
         end = reader.line_num
         yield start, end, row
+
+
+def check_width(row: list[str], width: int, source: str, line: int) -> None:
+    """``InputError`` unless a CSV record has ``width`` fields, as its header."""
+    if len(row) != width:
+        raise InputError(
+            f"expected {width} fields (as in the header), got {len(row)}", source=source, line=line
+        )

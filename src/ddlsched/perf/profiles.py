@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, quote, suggest
-from ..parsing import NumberError, csv_rows, parse_float
+from ..parsing import NumberError, check_width, csv_rows, parse_float
 from ..paths import is_dir
 
 #: Per-application ``max_epochs`` of the Pollux artifact (applications.py); an application not
@@ -348,12 +348,7 @@ def _read_table(path: Path, columns: Sequence[str]) -> list[tuple[int, dict[str,
                     )
             index = {col: header.index(col) for col in columns}
             continue
-        if len(row) != len(header):
-            raise InputError(
-                f"expected {len(header)} fields (as in the header), got {len(row)}",
-                source=source,
-                line=line,
-            )
+        check_width(row, len(header), source, line)
         rows.append((line, {col: row[i].strip() for col, i in index.items()}))
     if header is None:
         raise InputError(f"file is empty; expected a header {','.join(columns)}", source=source)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..core.job import JobSpec, ModelProfile
 from ..core.timing import time_problem
 from ..errors import InputError
-from ..parsing import NumberError, csv_rows, parse_float, parse_int
+from ..parsing import NumberError, check_width, csv_rows, parse_float, parse_int
 
 POLLUX_COLUMNS: tuple[str, ...] = ("name", "time", "application", "num_replicas", "batch_size")
 
@@ -27,12 +27,7 @@ def read_pollux_csv(text: str, source: str) -> list[JobSpec]:
         if not header_seen:
             header_seen = True
             continue
-        if len(row) != len(POLLUX_COLUMNS):
-            raise InputError(
-                f"expected {len(POLLUX_COLUMNS)} fields (as in the header), got {len(row)}",
-                source=source,
-                line=line,
-            )
+        check_width(row, len(POLLUX_COLUMNS), source, line)
         name, time, app, reps, bsz = (c.strip() for c in row)
         if not name:
             raise InputError("empty job name", source=source, line=line, field="name")

@@ -17,7 +17,15 @@ import numpy as np
 from ..core.job import JobSpec, ModelProfile
 from ..core.timing import MAX_TIME, MIN_DURATION, time_problem
 from ..errors import InputError, quote, suggest
-from ..parsing import NumberError, check_float, csv_rows, load_json, parse_float, parse_int
+from ..parsing import (
+    NumberError,
+    check_float,
+    check_width,
+    csv_rows,
+    load_json,
+    parse_float,
+    parse_int,
+)
 from .io import read_text
 from .philly import PhillyTrace, read_philly
 
@@ -378,12 +386,7 @@ def read_tiresias(path: Path) -> list[JobSpec]:
                     line=line,
                 )
             continue
-        if len(row) != len(header):
-            raise InputError(
-                f"expected {len(header)} fields (as in the header), got {len(row)}",
-                source=source,
-                line=line,
-            )
+        check_width(row, len(header), source, line)
         rec = dict(zip(header, (c.strip() for c in row), strict=True))
         gpus = parse_count(rec["num_gpu"], source, line, "num_gpu")
         arrival = parse_number(rec["submit_time"], source, line, "submit_time", positive=False)
