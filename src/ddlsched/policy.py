@@ -30,6 +30,9 @@ from .policies.placement import (
     make_placement,
 )
 from .policies.plugins import (
+    MODEL_JOBS,
+    PROFILE_JOBS,
+    TRACE_JOBS,
     register_policy,
     registered_policies,
     resolve_policy,
@@ -74,6 +77,9 @@ class SchedulingPolicy(Protocol):
 
 
 __all__ = [
+    "MODEL_JOBS",
+    "PROFILE_JOBS",
+    "TRACE_JOBS",
     "GATES",
     "ORDERINGS",
     "AdaDual",
