@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from golden_cases import TRACE
 
-from ddlsched import InputError, simulate_named
+from ddlsched import InputError, load_cluster, load_workload, simulate, simulate_named
 from ddlsched.api import policies_for
 from ddlsched.planning.planners import PLANNER_NAMES
 from ddlsched.policies import plugins
@@ -27,6 +27,13 @@ from ddlsched.policies.plugins import (
     register_policy,
     registered_policies,
     unregister_policy,
+)
+from ddlsched.policy import (
+    AdaDual,
+    compose,
+    register_gate,
+    register_ordering,
+    register_placement,
 )
 from ddlsched.sweep import _policy_problem
 
@@ -171,3 +178,62 @@ def test_a_builtin_added_in_the_registry_runs_everywhere_it_is_looked_up(tmp_pat
     finally:
         plugins._REGISTRY.pop("reg-builtin")
     assert "reg-builtin" not in all_policies()
+
+
+PARTS_PLUGIN = """\
+from ddlsched.policy import (
+    AdaDual, FirstFit, fifo, register_gate, register_ordering, register_placement,
+)
+
+register_placement("reg-ff", FirstFit)
+register_ordering("reg-fifo", fifo)
+register_gate("reg-adadual", AdaDual())
+"""
+
+
+@pytest.fixture
+def parts_plugin(tmp_path: Path):
+    """A plugin registering a placement, an ordering and a gate; forgotten afterwards."""
+    from ddlsched.policies import gates, ordering, placement
+
+    path = tmp_path / "parts.py"
+    path.write_text(PARTS_PLUGIN)
+    load_plugin(str(path))
+    yield path
+    placement.PLACEMENTS.pop("reg-ff")
+    placement.PLACEMENT_NAMES.remove("reg-ff")
+    ordering.ORDERINGS.pop("reg-fifo")
+    gates.GATES.pop("reg-adadual")
+
+
+def test_placements_orderings_and_gates_register_like_policies(parts_plugin) -> None:
+    # a registered placement works for --placement and in compose, like the built-in it wraps
+    _same(
+        simulate_named("tiny", "wang20", "ada-srsf", placement="reg-ff", **WANG),
+        simulate_named("tiny", "wang20", "ada-srsf", placement="ff", **WANG),
+    )
+    pol = compose(ordering="reg-fifo", placement="reg-ff", gate="reg-adadual")
+    ref = compose(ordering="fifo", placement="ff", gate="adadual")
+    cluster = load_cluster("tiny")
+    jobs = load_workload("wang20", seed=0, **WANG)
+    _same(simulate(cluster, jobs, pol), simulate(cluster, jobs, ref))
+    # built-ins stay, taken names need replace=True, lwf-K stays a pattern
+    with pytest.raises(ValueError, match="built-in placement"):
+        register_placement("LWF", lambda: None)
+    with pytest.raises(ValueError, match="already registered"):
+        register_ordering("reg-fifo", lambda job, sim: ())
+    with pytest.raises(ValueError, match="built-in gate"):
+        register_gate("adadual", AdaDual())
+    with pytest.raises(ValueError, match="lwf-K"):
+        register_placement("lwf-4", lambda: None)
+    # and `ddlsched list --plugin` shows them
+    r = subprocess.run(
+        [sys.executable, "-m", "ddlsched.cli", "list", "--plugin", str(parts_plugin)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "placements: ff, ls, rand, lwf, reg-ff, lwf-K" in r.stdout
+    assert "orderings:  fifo, srsf, reg-fifo" in r.stdout
+    assert "gates:      none, srsf1, srsf2, srsf3, adadual, reg-adadual" in r.stdout
