@@ -237,3 +237,28 @@ def test_placements_orderings_and_gates_register_like_policies(parts_plugin) -> 
     assert "placements: ff, ls, rand, lwf, reg-ff, lwf-K" in r.stdout
     assert "orderings:  fifo, srsf, reg-fifo" in r.stdout
     assert "gates:      none, srsf1, srsf2, srsf3, adadual, reg-adadual" in r.stdout
+
+
+def test_the_settings_a_builtin_reads_come_from_the_registry() -> None:
+    """``settings_scope`` asks the registry which built-in reads a policy-specific setting;
+    its messages name exactly those policies."""
+    from ddlsched.policies.plugins import builtin_reads
+    from ddlsched.settings_scope import SCOPES
+
+    readers: dict[str, set[str]] = {}
+    for name, entry in all_policies().items():
+        for key in entry.settings:
+            readers.setdefault(key, set()).add(name)
+    assert readers == {
+        "lam": {"sjf-bco"},
+        "bco_kappa": {"sjf-bco"},
+        "interval": {"tiresias", "pollux"},
+        "backfill": {"fifo", "sjf"},
+        "tiresias_thresholds": {"tiresias"},
+        "pollux_ncf_batch": {"pollux"},
+    }
+    for key, names in readers.items():
+        where = SCOPES[key][0]
+        assert all(n in where for n in names), (key, where)
+    assert builtin_reads("tiresias", "interval") and not builtin_reads("fifo", "interval")
+    assert not builtin_reads(None, "backfill") and not builtin_reads("nope", "backfill")

@@ -47,7 +47,13 @@ for _name, _text in (
         return PlanPolicy(make_planner(name, settings.planner), settings.rar)
 
     register_policy(
-        _name, _planned, description=_text, kinds=(MODEL_JOBS,), places_jobs=True, builtin=True
+        _name,
+        _planned,
+        description=_text,
+        kinds=(MODEL_JOBS,),
+        places_jobs=True,
+        builtin=True,
+        settings=("lam", "bco_kappa") if _name == "sjf-bco" else (),
     )
 
 
@@ -96,12 +102,13 @@ def _pollux(settings: Settings, placement: str | None) -> Any:
 
 
 _JOB_LEVEL = (PROFILE_JOBS, TRACE_JOBS)
-for _name, _factory, _kinds, _shares, _text in (
+for _name, _factory, _kinds, _shares, _reads, _text in (
     (
         "tiresias",
         _tiresias,
         _JOB_LEVEL,
         False,
+        ("interval", "tiresias_thresholds"),
         "2D-LAS, 2 queues, 16 GPU-hour threshold (the Pollux artifact's Tiresias)",
     ),
     (
@@ -109,6 +116,7 @@ for _name, _factory, _kinds, _shares, _text in (
         _fifo,
         _JOB_LEVEL,
         False,
+        ("backfill",),
         "arrival order, exclusive GPUs, least-busy free GPUs (Luo baseline)",
     ),
     (
@@ -116,6 +124,7 @@ for _name, _factory, _kinds, _shares, _text in (
         _sjf,
         _JOB_LEVEL,
         False,
+        ("backfill",),
         "shortest remaining time alone first, exclusive GPUs (Luo baseline)",
     ),
     (
@@ -123,6 +132,7 @@ for _name, _factory, _kinds, _shares, _text in (
         _sjf_ffs,
         (PROFILE_JOBS,),
         True,
+        (),
         "SJF, shares GPUs holding one job first-fit when free GPUs run out",
     ),
     (
@@ -130,6 +140,7 @@ for _name, _factory, _kinds, _shares, _text in (
         _sjf_bsbf,
         (PROFILE_JOBS,),
         True,
+        (),
         "SJF, shares only where Theorem 1 says it pays (Luo Alg. 1–2)",
     ),
     (
@@ -137,6 +148,7 @@ for _name, _factory, _kinds, _shares, _text in (
         _pollux,
         (PROFILE_JOBS,),
         False,
+        ("interval", "pollux_ncf_batch"),
         "elastic: GPUs per server and batch per job every round (goodput, p = -1)",
     ),
 ):
@@ -148,4 +160,5 @@ for _name, _factory, _kinds, _shares, _text in (
         places_jobs=True,
         shares_gpus=_shares,
         builtin=True,
+        settings=_reads,
     )

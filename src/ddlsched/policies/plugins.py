@@ -33,7 +33,9 @@ class Registered:
 
     ``kinds``: the job kinds it runs on; ``places_jobs``: it places jobs itself (planners,
     profile and trace policies), so ``--placement`` does not apply; ``shares_gpus``: it puts
-    two jobs on one GPU; ``placement``: the default placement of a composed preset."""
+    two jobs on one GPU; ``placement``: the default placement of a composed preset;
+    ``settings``: the ``--set`` keys only this policy (and others naming them) reads, so that
+    ``settings_scope`` knows where they apply."""
 
     name: str
     factory: Callable[..., Any]
@@ -43,6 +45,7 @@ class Registered:
     shares_gpus: bool = False
     placement: str | None = None
     builtin: bool = False
+    settings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -155,6 +158,12 @@ def builtin_policies_for(kind: str) -> list[str]:
     return [n for n, e in all_policies().items() if e.builtin and kind in e.kinds]
 
 
+def builtin_reads(policy: str | None, setting: str) -> bool:
+    """Whether the built-in policy ``policy`` reads ``setting`` (its entry's ``settings``)."""
+    entry = policy_entry(policy) if policy else None
+    return entry is not None and entry.builtin and setting in entry.settings
+
+
 def __getattr__(name: str) -> Any:
     if name == "PROFILE_POLICY_NAMES":  # the built-in policies of application-profile jobs
         return tuple(builtin_policies_for(PROFILE_JOBS))
@@ -172,6 +181,7 @@ def register_policy(
     shares_gpus: bool = False,
     placement: str | None = None,
     builtin: bool = False,
+    settings: Sequence[str] = (),
 ) -> Callable[..., Any]:
     """Make ``simulate(..., name)`` build its policy with ``factory()`` (a fresh one per run).
 
@@ -199,7 +209,15 @@ def register_policy(
     if not kinds or unknown:
         raise ValueError(f"kinds must be among {', '.join(JOB_KINDS)}; got {kinds!r}")
     _REGISTRY[key] = Registered(
-        key, factory, description, kinds, places_jobs, shares_gpus, placement, builtin
+        key,
+        factory,
+        description,
+        kinds,
+        places_jobs,
+        shares_gpus,
+        placement,
+        builtin,
+        tuple(settings),
     )
     return factory
 
