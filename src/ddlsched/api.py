@@ -28,6 +28,7 @@ from .policies.plugins import (
     PROFILE_JOBS,
     TRACE_JOBS,
     Registered,
+    all_policies,
     builtin_policies_for,
     policy_entry,
     resolve_user_policy,
@@ -270,7 +271,7 @@ def build_simulator(
     if entry is not None and entry.places_jobs:
         return _build_planned(cluster, jobs, entry, seed, settings, progress)
     try:
-        pol = custom if custom is not None else entry.factory(settings, placement)  # type: ignore[union-attr]
+        pol = custom if entry is None else entry.factory(settings, placement)
     except KeyError as e:
         raise InputError(f"unknown {e.args[0]}; see `ddlsched list`") from None
     check_scope(settings, run_scope(jobs, what, placement, settings))
@@ -303,7 +304,8 @@ def build_simulator(
 
 def __getattr__(name: str) -> object:
     if name == "SHARING_POLICIES":  # built-in policies that put two jobs on one GPU
-        return tuple(n for n in builtin_policies_for(PROFILE_JOBS) if policy_entry(n).shares_gpus)  # type: ignore[union-attr]
+        entries = all_policies().values()
+        return tuple(e.name for e in entries if e.builtin and e.shares_gpus)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -388,7 +390,11 @@ def _check_placement_applies(jobs: Sequence[JobSpec], policy: str, placement: st
         return  # an online preset, or a name the builders reject on their own
     if job_kind(jobs) not in entry.kinds:
         return
-    online = [n for n in builtin_policies_for(MODEL_JOBS) if not policy_entry(n).places_jobs]  # type: ignore[union-attr]
+    online = [
+        e.name
+        for e in all_policies().values()
+        if e.builtin and MODEL_JOBS in e.kinds and not e.places_jobs
+    ]
     raise InputError(
         f"applies only to online policies on model jobs ({', '.join(online)} or a composed "
         f"policy); this run: {kind}, policy {policy}, which places jobs itself",
