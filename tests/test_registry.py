@@ -262,3 +262,18 @@ def test_the_settings_a_builtin_reads_come_from_the_registry() -> None:
         assert all(n in where for n in names), (key, where)
     assert builtin_reads("tiresias", "interval") and not builtin_reads("fifo", "interval")
     assert not builtin_reads(None, "backfill") and not builtin_reads("nope", "backfill")
+
+
+def test_list_imports_neither_scipy_nor_matplotlib() -> None:
+    """``ddlsched list`` reads names and descriptions only (startup, issue #12): the heavy
+    modules are imported by the code that needs them (a figure, a confidence interval)."""
+    code = (
+        "import contextlib, io, sys\n"
+        "from ddlsched.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['list'])\n"
+        "print(sorted(m for m in ('scipy', 'matplotlib') if m in sys.modules))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
