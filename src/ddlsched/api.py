@@ -20,11 +20,19 @@ from .perf.builtin_apps import builtin_profiles
 from .perf.contention import LinearContention
 from .perf.profiles import read_pair_interference
 from .perf.rar import DEGRADATIONS, RarModel, RarRate
-from .planning import PLANNER_NAMES, PlannerParams, PlanningError, PlanPolicy, make_planner
+from .planning import PlannerParams, PlanningError
 from .policies.base import Policy
 from .policies.compose import with_placement
-from .policies.plugins import PROFILE_POLICY_NAMES, resolve_user_policy
-from .policies.registry import PRESETS, make_policy
+from .policies.plugins import (
+    MODEL_JOBS,
+    PROFILE_JOBS,
+    TRACE_JOBS,
+    Registered,
+    all_policies,
+    builtin_policies_for,
+    policy_entry,
+    resolve_user_policy,
+)
 from .settings_scope import (
     DURATION,
     ITERATION,
@@ -253,16 +261,17 @@ def build_simulator(
     what = str(policy).lower() if custom is None else custom
     if placement is not None and custom is None:
         _check_placement_applies(jobs, what, placement)  # type: ignore[arg-type]
+    if custom is not None and isinstance(policy, str):
+        _check_user_kind(policy, job_kind(jobs))
     if any(j.duration > 0 for j in jobs):
         return _build_duration(cluster, jobs, what, seed, settings, progress, origin)
     if any(j.application for j in jobs):
         return _build_profiled(cluster, jobs, what, seed, settings, progress, origin)
-    if isinstance(what, str) and what in PLANNER_NAMES:
-        return _build_planned(cluster, jobs, what, seed, settings, progress)
-    if custom is None and str(policy).lower() not in PRESETS:
-        raise PolicyKindError(str(policy), MODEL_JOBS)
+    entry = _builtin(str(policy), MODEL_JOBS) if custom is None else None
+    if entry is not None and entry.places_jobs:
+        return _build_planned(cluster, jobs, entry, seed, settings, progress)
     try:
-        pol = custom if custom is not None else make_policy(str(policy), placement, settings.kappa)
+        pol = custom if entry is None else entry.factory(settings, placement)
     except KeyError as e:
         raise InputError(f"unknown {e.args[0]}; see `ddlsched list`") from None
     check_scope(settings, run_scope(jobs, what, placement, settings))
@@ -293,8 +302,37 @@ def build_simulator(
     )
 
 
-#: built-in policies that put two jobs on one GPU
-SHARING_POLICIES = ("sjf-ffs", "sjf-bsbf")
+def __getattr__(name: str) -> object:
+    if name == "SHARING_POLICIES":  # built-in policies that put two jobs on one GPU
+        entries = all_policies().values()
+        return tuple(e.name for e in entries if e.builtin and e.shares_gpus)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def job_kind(jobs: Sequence[JobSpec]) -> str:
+    """The kind of ``jobs``: trace jobs if any has a duration, application-profile jobs if
+    any names an application, model jobs otherwise."""
+    if any(j.duration > 0 for j in jobs):
+        return TRACE_JOBS
+    if any(j.application for j in jobs):
+        return PROFILE_JOBS
+    return MODEL_JOBS
+
+
+def _builtin(name: object, kind: str) -> Registered:
+    """The registry entry of the built-in policy ``name`` for jobs of ``kind``
+    (``PolicyKindError`` if it is unknown or runs other kinds)."""
+    entry = policy_entry(name) if isinstance(name, str) else None
+    if entry is None or not entry.builtin or kind not in entry.kinds:
+        raise PolicyKindError(str(name), kind)
+    return entry
+
+
+def _check_user_kind(name: str, kind: str) -> None:
+    """A registered user policy declared for other job kinds is a ``PolicyKindError``."""
+    entry = policy_entry(name)
+    if entry is not None and not entry.builtin and kind not in entry.kinds:
+        raise PolicyKindError(name, kind)
 
 
 def run_scope(
@@ -306,20 +344,19 @@ def run_scope(
     """What run ``build_simulator`` composes for ``jobs`` under ``policy`` (a built-in name or
     a policy object): the job kind, policy and placement that decide where settings apply."""
     name = policy.lower() if isinstance(policy, str) else None
+    entry = policy_entry(name) if name else None
+    builtin = entry if entry is not None and entry.builtin else None
     if any(j.duration > 0 for j in jobs):
         return RunScope(DURATION, name)
     if any(j.application for j in jobs):
-        per_gpu = 2 if name in SHARING_POLICIES else getattr(policy, "jobs_per_gpu", 1)
-        return RunScope(
-            PROFILE, name, shares_gpus=per_gpu > 1, rounds=settings.semantics == "rounds"
-        )
-    if name in PLANNER_NAMES:
+        shares = builtin.shares_gpus if builtin else getattr(policy, "jobs_per_gpu", 1) > 1
+        return RunScope(PROFILE, name, shares_gpus=shares, rounds=settings.semantics == "rounds")
+    if builtin is not None and builtin.places_jobs and MODEL_JOBS in builtin.kinds:
         return RunScope(PLANNER, name)
     kind = RAR if settings.model == "rar" else ITERATION
     if settings.model != "rar" and settings.granularity != "iteration":
         kind = JOB_LEVEL
-    preset = PRESETS.get(name) if name else None
-    return RunScope(kind, name, placement or (preset.placement if preset else None))
+    return RunScope(kind, name, placement or (builtin.placement if builtin else None))
 
 
 def check_run_applies(
@@ -334,17 +371,11 @@ def check_run_applies(
     custom, _ = resolve_user_policy(policy) or (None, None)
     if custom is None:
         name = policy.lower()
-        kind = (
-            TRACE_JOBS
-            if any(j.duration > 0 for j in jobs)
-            else PROFILE_JOBS
-            if any(j.application for j in jobs)
-            else MODEL_JOBS
-        )
-        if name not in policies_for(kind):
-            raise PolicyKindError(name, kind)
+        _builtin(name, job_kind(jobs))
         if placement is not None:
             _check_placement_applies(jobs, name, placement)
+    else:
+        _check_user_kind(policy, job_kind(jobs))
     check_scope(
         settings, run_scope(jobs, custom if custom is not None else policy, placement, settings)
     )
@@ -353,33 +384,27 @@ def check_run_applies(
 def _check_placement_applies(jobs: Sequence[JobSpec], policy: str, placement: str) -> None:
     """``--placement`` replaces the placement of an online policy on model jobs; planners and
     the policies of application-profile and trace jobs place jobs themselves."""
-    if any(j.duration > 0 for j in jobs):
-        kind, own = DURATION, ("tiresias", "fifo", "sjf")
-    elif any(j.application for j in jobs):
-        kind, own = PROFILE, PROFILE_POLICY_NAMES
-    else:
-        kind, own = PLANNER, PLANNER_NAMES
-    if policy not in own:  # an online preset, or a name the builders reject on their own
+    kind = {TRACE_JOBS: DURATION, PROFILE_JOBS: PROFILE, MODEL_JOBS: PLANNER}[job_kind(jobs)]
+    entry = policy_entry(policy)
+    if entry is None or not entry.builtin or not entry.places_jobs:
+        return  # an online preset, or a name the builders reject on their own
+    if job_kind(jobs) not in entry.kinds:
         return
+    online = [
+        e.name
+        for e in all_policies().values()
+        if e.builtin and MODEL_JOBS in e.kinds and not e.places_jobs
+    ]
     raise InputError(
-        f"applies only to online policies on model jobs ({', '.join(PRESETS)} or a composed "
+        f"applies only to online policies on model jobs ({', '.join(online)} or a composed "
         f"policy); this run: {kind}, policy {policy}, which places jobs itself",
         field="placement",
     )
 
 
-#: the job kinds of a workload, as messages name them
-MODEL_JOBS = "model jobs (Wang/Yu)"
-PROFILE_JOBS = "application-profile jobs"
-TRACE_JOBS = "trace (duration) jobs"
-
-
 def policies_for(kind: str) -> list[str]:
-    """The built-in ``--policy`` names that run jobs of ``kind``."""
-    if kind == MODEL_JOBS:
-        return [*PRESETS, *PLANNER_NAMES]
-    job_level = ["tiresias", "fifo", "sjf"]
-    return job_level if kind == TRACE_JOBS else [*job_level, "sjf-ffs", "sjf-bsbf", "pollux"]
+    """The built-in ``--policy`` names that run jobs of ``kind`` (the policy registry)."""
+    return builtin_policies_for(kind)
 
 
 class PolicyKindError(InputError):
@@ -389,7 +414,8 @@ class PolicyKindError(InputError):
     def __init__(self, name: str, kind: str, workload: str | None = None) -> None:
         self.name, self.kind, self.workload = name, kind, workload
         key = name.lower()
-        kinds = [k for k in (MODEL_JOBS, PROFILE_JOBS, TRACE_JOBS) if key in policies_for(k)]
+        entry = policy_entry(key)
+        kinds = [k for k in (MODEL_JOBS, PROFILE_JOBS, TRACE_JOBS) if entry and k in entry.kinds]
         which = f"workload {workload}" if workload else "this workload"
         if not kinds:
             known = {n for k in (MODEL_JOBS, PROFILE_JOBS, TRACE_JOBS) for n in policies_for(k)}
@@ -416,7 +442,7 @@ class PolicyKindError(InputError):
 def _build_planned(
     cluster: Cluster,
     jobs: Sequence[JobSpec],
-    name: str,
+    entry: Registered,
     seed: int,
     settings: Settings,
     progress: Callable[[int, int], None] | None,
@@ -428,8 +454,8 @@ def _build_planned(
             source="--set",
             field="model",
         )
-    check_scope(settings, run_scope(jobs, name, None, settings))
-    pol = PlanPolicy(make_planner(name, settings.planner), settings.rar)
+    check_scope(settings, run_scope(jobs, entry.name, None, settings))
+    pol = entry.factory(settings, None)
     try:
         return Simulator(
             cluster,
@@ -457,20 +483,8 @@ def _build_profiled(
     """Application-profile jobs (Luo et al.): profile executor + a profile policy."""
     from .core.profileexec import ProfileExecutor
     from .perf.profiles import load_applications
-    from .policies.luo import Sharing
-    from .policies.pollux import Pollux
 
-    makers = {
-        **_job_level_policies(settings),
-        "sjf-ffs": lambda: Sharing("sjf-ffs", mode="ffs"),
-        "sjf-bsbf": lambda: Sharing("sjf-bsbf", mode="bsbf"),
-        "pollux": lambda: Pollux(
-            interval=settings.interval,
-            restart_penalty=settings.rescale_delay,
-            ncf_batch=settings.pollux_ncf_batch,
-        ),
-    }
-    pol = _make(makers, name, PROFILE_JOBS)
+    pol = _make(name, PROFILE_JOBS, settings)
     per_gpu = getattr(pol, "jobs_per_gpu", 1)  # sharing policies declare their degree
     check_scope(settings, run_scope(jobs, name, None, settings))
     if settings.profiles:
@@ -553,30 +567,12 @@ def _check_batches(jobs: Sequence[JobSpec], apps: Mapping[str, object], where: s
             )
 
 
-def _make(makers: Mapping[str, Callable[[], object]], name: object, kind: str) -> object:
-    """The policy ``name`` names among ``makers`` (a policy object passes through)."""
+def _make(name: object, kind: str, settings: Settings) -> object:
+    """The built-in policy ``name`` for jobs of ``kind``, built from the registry (a policy
+    object passes through)."""
     if not isinstance(name, str):
         return name
-    if name not in makers:
-        raise PolicyKindError(name, kind)
-    return makers[name]()
-
-
-def _job_level_policies(settings: Settings) -> dict[str, Callable[[], object]]:
-    """Policies that run on application-profile and on duration (trace) jobs alike."""
-    from .policies.luo import Exclusive
-    from .policies.tiresias import Tiresias
-
-    return {
-        "tiresias": lambda: Tiresias(
-            thresholds=tuple(h * 3600.0 for h in settings.tiresias_thresholds_hours),
-            interval=settings.interval,
-        ),
-        "fifo": lambda: Exclusive(
-            "fifo", order="fifo", placement="least-busy", backfill=settings.backfill
-        ),
-        "sjf": lambda: Exclusive("sjf", order="sjf", backfill=settings.backfill),
-    }
+    return _builtin(name, kind).factory(settings, None)
 
 
 def _build_duration(
@@ -603,7 +599,7 @@ def _build_duration(
         raise InputError(
             "trace (duration) jobs run in events semantics only", source="--set", field="semantics"
         )
-    pol = _make(_job_level_policies(settings), name, TRACE_JOBS)
+    pol = _make(name, TRACE_JOBS, settings)
     check_scope(settings, run_scope(jobs, name, None, settings))
     return Simulator(
         cluster,

@@ -189,26 +189,46 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from .core.cluster_io import CLUSTER_PRESETS
     from .experiments import EXPERIMENTS
-    from .planning.planners import PLANNER_DESCRIPTIONS
     from .policies.gates import GATES
     from .policies.ordering import ORDERINGS
     from .policies.placement import PLACEMENT_NAMES
-    from .policies.registry import PRESETS
+    from .policies.plugins import (
+        MODEL_JOBS,
+        PROFILE_JOBS,
+        TRACE_JOBS,
+        all_policies,
+        load_plugin,
+    )
     from .workloads.generators import WORKLOAD_PRESETS
 
+    for plugin in args.plugin or ():
+        load_plugin(plugin)  # its register_policy calls add to the registry
+    short = {MODEL_JOBS: "model", PROFILE_JOBS: "profile", TRACE_JOBS: "trace"}
+    entries = all_policies().values()
+
+    def show(entry: object) -> None:
+        kinds = ",".join(short[k] for k in entry.kinds)  # type: ignore[attr-defined]
+        print(f"  {entry.name:10s} {entry.description}  [{kinds}]")  # type: ignore[attr-defined]
+
+    # the policy registry (policies/builtin.py and plugins), by the jobs each policy runs on;
+    # [model,profile,trace]: the job kinds a policy runs on
     print("policies:")
-    for p in PRESETS.values():
-        print(f"  {p.name:10s} {p.description}")
+    for e in entries:
+        if e.builtin and e.kinds == (MODEL_JOBS,) and not e.places_jobs:
+            show(e)
     print("planners (offline; plan executed under Yu's RAR model):")
-    for name, text in PLANNER_DESCRIPTIONS.items():
-        print(f"  {name:10s} {text}")
+    for e in entries:
+        if e.builtin and e.kinds == (MODEL_JOBS,) and e.places_jobs:
+            show(e)
     print("application-profile policies (Pollux-format workloads, --set profiles=DIR):")
-    print("  tiresias   2D-LAS, 2 queues, 16 GPU-hour threshold (the Pollux artifact's Tiresias)")
-    print("  fifo       arrival order, exclusive GPUs, least-busy free GPUs (Luo baseline)")
-    print("  sjf        shortest remaining time alone first, exclusive GPUs (Luo baseline)")
-    print("  sjf-ffs    SJF, shares GPUs holding one job first-fit when free GPUs run out")
-    print("  sjf-bsbf   SJF, shares only where Theorem 1 says it pays (Luo Alg. 1–2)")
-    print("  pollux     elastic: GPUs per server and batch per job every round (goodput, p = -1)")
+    for e in entries:
+        if e.builtin and MODEL_JOBS not in e.kinds:
+            show(e)
+    users = [e for e in entries if not e.builtin]
+    if users:
+        print("registered policies (register_policy):")
+        for e in users:
+            show(e)
     print("placements: " + ", ".join(PLACEMENT_NAMES))
     print("orderings:  " + ", ".join(ORDERINGS))
     print("gates:      " + ", ".join(GATES))
@@ -441,6 +461,13 @@ def build_parser() -> argparse.ArgumentParser:
     cv.set_defaults(func=cmd_trace_convert)
 
     ls = sub.add_parser("list", help="show policies, placements, gates, presets, experiments")
+    ls.add_argument(
+        "--plugin",
+        action="append",
+        metavar="MODULE_OR_FILE.py",
+        help="import a module or a Python file first, so that the policies it registers "
+        "(register_policy) are listed too (repeatable)",
+    )
     ls.set_defaults(func=cmd_list)
     return p
 

@@ -17,9 +17,9 @@ from .core.simulator import Simulator
 from .core.state import JobState
 from .policies.base import Policy
 from .policies.compose import compose, gate_of, ordering_of, placement_of
-from .policies.gates import GATES, AdaDual, CommGate, SrsfN
+from .policies.gates import GATES, AdaDual, CommGate, SrsfN, register_gate
 from .policies.luo import Exclusive, Sharing, theorem1
-from .policies.ordering import ORDERINGS, Ordering, fifo, srsf
+from .policies.ordering import ORDERINGS, Ordering, fifo, register_ordering, srsf
 from .policies.placement import (
     FirstFit,
     LeastWorkloadFirst,
@@ -28,8 +28,12 @@ from .policies.placement import (
     RandomPlacement,
     consolidated,
     make_placement,
+    register_placement,
 )
 from .policies.plugins import (
+    MODEL_JOBS,
+    PROFILE_JOBS,
+    TRACE_JOBS,
     register_policy,
     registered_policies,
     resolve_policy,
@@ -74,6 +78,9 @@ class SchedulingPolicy(Protocol):
 
 
 __all__ = [
+    "MODEL_JOBS",
+    "PROFILE_JOBS",
+    "TRACE_JOBS",
     "GATES",
     "ORDERINGS",
     "AdaDual",
@@ -98,6 +105,9 @@ __all__ = [
     "make_placement",
     "ordering_of",
     "placement_of",
+    "register_gate",
+    "register_ordering",
+    "register_placement",
     "register_policy",
     "registered_policies",
     "resolve_policy",

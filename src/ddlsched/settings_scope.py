@@ -61,6 +61,18 @@ def _kinds(*kinds: str) -> Callable[[RunScope], bool]:
     return lambda r: r.kind in kinds
 
 
+def _reads(key: str) -> Callable[[RunScope], bool]:
+    """The run's built-in policy reads ``key`` (its ``settings=`` in the policy registry,
+    ``policies/builtin.py``); the message texts below name those policies."""
+
+    def applies(r: RunScope) -> bool:
+        from .policies.plugins import builtin_reads
+
+        return builtin_reads(r.policy, key)
+
+    return applies
+
+
 _WANG = "to model jobs with Wang's model (model=auto|wang, online policies)"
 _RAR = "to the RAR model (planners, or model=rar)"
 _PLANNERS = "to planners (sjf-bco, yu-ff, yu-ls, yu-rand)"
@@ -95,8 +107,8 @@ SCOPES: dict[str, Rule] = {
     },
     "horizon": (_PLANNERS, _kinds(PLANNER)),
     "u": (_PLANNERS, _kinds(PLANNER)),
-    "lam": ("with the sjf-bco planner (λ of its LBSGF)", lambda r: r.policy == "sjf-bco"),
-    "bco_kappa": ("with the sjf-bco planner", lambda r: r.policy == "sjf-bco"),
+    "lam": ("with the sjf-bco planner (λ of its LBSGF)", _reads("lam")),
+    "bco_kappa": ("with the sjf-bco planner", _reads("bco_kappa")),
     "estimate": (_PLANNERS, _kinds(PLANNER)),
     "extend_horizon": (_PLANNERS, _kinds(PLANNER)),
     "profiles": (_PROFILE, _kinds(PROFILE)),
@@ -104,17 +116,17 @@ SCOPES: dict[str, Rule] = {
     "semantics": (_PROFILE, _kinds(PROFILE)),
     "interval": (
         "to the tiresias and pollux policies and to semantics=rounds",
-        lambda r: r.policy in ("tiresias", "pollux") or (r.kind == PROFILE and r.rounds),
+        lambda r: _reads("interval")(r) or (r.kind == PROFILE and r.rounds),
     ),
     "rescale_delay": (_PROFILE, _kinds(PROFILE)),
     "interference": (_SHARING, lambda r: r.kind == PROFILE and r.shares_gpus),
     "interference_file": (_SHARING, lambda r: r.kind == PROFILE and r.shares_gpus),
     "backfill": (
         "with the fifo and sjf policies (application-profile and trace jobs)",
-        lambda r: r.kind in (PROFILE, DURATION) and r.policy in ("fifo", "sjf"),
+        lambda r: r.kind in (PROFILE, DURATION) and _reads("backfill")(r),
     ),
-    "tiresias_thresholds": ("with the tiresias policy", lambda r: r.policy == "tiresias"),
-    "pollux_ncf_batch": ("with the pollux policy", lambda r: r.policy == "pollux"),
+    "tiresias_thresholds": ("with the tiresias policy", _reads("tiresias_thresholds")),
+    "pollux_ncf_batch": ("with the pollux policy", _reads("pollux_ncf_batch")),
     # checked by check_workload_scope (the workload, not the run, decides)
     "philly": ("to the luo24 and luo24-N workload generators", lambda r: True),
 }

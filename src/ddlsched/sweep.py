@@ -54,8 +54,6 @@ METRICS = tuple(k for k in SUMMARY_KEYS if k != "num_jobs")
 #: metrics in ``summary.md`` (all are in ``summary.csv``)
 MD_METRICS = ("avg_jct", "p95_jct", "makespan", "avg_queueing", "gpu_util")
 HASH_CHARS = 16
-#: the policies of application-profile and trace workloads (``api._build_profiled``)
-APPLICATION_POLICIES = ("tiresias", "fifo", "sjf", "sjf-ffs", "sjf-bsbf", "pollux")
 
 
 @dataclass(frozen=True)
@@ -317,13 +315,11 @@ def _is_workload_preset(name: str) -> bool:
 def _policy_problem(policy: str) -> str | None:
     """Why ``policy`` names no policy (None when it does): built-in names of every kind,
     registered names, and ``FILE.py:FACTORY`` / ``MODULE:FACTORY`` (loaded once)."""
-    from .planning.planners import PLANNER_NAMES
-    from .policies.plugins import load_factory, registered_policies
-    from .policies.registry import PRESETS
+    from .policies.plugins import builtin_policy_names, load_factory, policy_entry
 
     name = policy.lower()
-    builtin = {*PRESETS, *PLANNER_NAMES, *APPLICATION_POLICIES}
-    if name in builtin or name in registered_policies():
+    builtin = builtin_policy_names()
+    if policy_entry(name) is not None:  # the policy registry: built-ins and user policies
         return None
     if ":" in policy:
         try:
@@ -756,3 +752,11 @@ def format_markdown(sweep: Sweep, table: Sequence[Mapping[str, object]]) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", f"Mean over seeds; in brackets the {CI_NOTE}; GPU util in %.", ""]
     return "\n".join(lines)
+
+
+def __getattr__(name: str) -> object:
+    if name == "APPLICATION_POLICIES":  # the policies of application-profile workloads
+        from .policies.plugins import PROFILE_JOBS, builtin_policies_for
+
+        return tuple(builtin_policies_for(PROFILE_JOBS))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

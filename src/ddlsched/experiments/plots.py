@@ -5,19 +5,27 @@ from __future__ import annotations
 import io
 import math
 from pathlib import Path
+from typing import Any
 
-import matplotlib
+from ..core.results import atomic_write_bytes
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
-from ..core.results import atomic_write_bytes  # noqa: E402
+def _pyplot() -> Any:
+    """``matplotlib.pyplot`` on the headless Agg backend, imported on the first figure (so
+    that ``ddlsched list`` and ``--help`` do not pay for matplotlib)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def bar_chart(exp, table: list[dict], out: Path, metric: str = "avg_jct", suffix: str = "") -> Path:
     """Bars of ``metric`` per row (one group per variant) with 95 % CIs; paper values as marks."""
     variants = list(dict.fromkeys(t["variant"] for t in table))
     rows = [r.name for r in exp.rows]
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(rows), 3.6))
     width = 0.8 / max(len(variants), 1)
     for i, v in enumerate(variants):
@@ -52,6 +60,7 @@ def line_chart(
     """``metric`` against the rows (e.g. κ), one line per variant, with CI bands."""
     variants = list(dict.fromkeys(t["variant"] for t in table))
     rows = [r.name for r in exp.rows]
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     xs = range(len(rows))
     for v in variants:
@@ -74,6 +83,7 @@ def series_chart(
 ) -> Path:
     """``metric`` against the variants (e.g. cluster sizes), one line per row, with CI bands."""
     variants = list(dict.fromkeys(t["variant"] for t in table))
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     xs = list(range(len(variants)))
     for r in exp.rows:
@@ -108,6 +118,6 @@ def _save(fig, ax, exp, metric: str, out: Path, suffix: str = "") -> Path:
     try:
         fig.savefig(buf, dpi=120, format="png")
     finally:
-        plt.close(fig)
+        _pyplot().close(fig)
     atomic_write_bytes(path, buf.getvalue())
     return path

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from ..core.results import atomic_write_text, csv_text
 
@@ -169,6 +168,8 @@ def mean_ci(
     m = float(arr.mean())
     if len(arr) < 2:
         return m, m, m
+    from scipy import stats  # imported on first use: `ddlsched list` stays fast
+
     half = float(stats.t.ppf(0.5 + level / 2, len(arr) - 1) * arr.std(ddof=1) / math.sqrt(len(arr)))
     lo, hi = bounds
     return m, max(m - half, lo), min(m + half, hi)

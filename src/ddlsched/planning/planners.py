@@ -174,10 +174,16 @@ def make_planner(name: str, params: PlannerParams | None = None):
     raise KeyError(name)
 
 
-PLANNER_DESCRIPTIONS = {
-    "sjf-bco": "SJF-BCO: jobs by size, FA-FFP (G ≤ κ) / LBSGF(λ), bisection over θ_u and κ",
-    "yu-ff": "Yu §7 FF: first-fit GPUs within θ_u, own bisection over θ_u",
-    "yu-ls": "Yu §7 LS: least-busy GPUs within θ_u, own bisection over θ_u",
-    "yu-rand": "Yu §7 RAND: random GPUs, θ_u = T",
-}
-PLANNER_NAMES = tuple(PLANNER_DESCRIPTIONS)
+def __getattr__(name: str):
+    """``PLANNER_NAMES`` / ``PLANNER_DESCRIPTIONS``: the planners of the policy registry
+    (``policies/builtin.py`` registers them, with their descriptions)."""
+    if name in ("PLANNER_NAMES", "PLANNER_DESCRIPTIONS"):
+        from ..policies.plugins import MODEL_JOBS, all_policies
+
+        found = {
+            n: e.description
+            for n, e in all_policies().items()
+            if e.builtin and e.places_jobs and MODEL_JOBS in e.kinds
+        }
+        return tuple(found) if name == "PLANNER_NAMES" else found
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,7 +9,7 @@ from ..errors import InputError, suggest
 from .base import Policy
 from .gates import GATES, CommGate
 from .ordering import ORDERINGS, Ordering
-from .placement import PLACEMENT_NAMES, Placement, make_placement
+from .placement import PLACEMENT_NAMES, PLACEMENTS, Placement, make_placement
 
 
 def _part_name(part: Any) -> str:
@@ -46,7 +46,7 @@ def placement_of(placement: str | Placement, kappa: int | None = None) -> Placem
         return make_placement(placement, kappa)
     except KeyError:
         raise InputError(
-            f"unknown placement{suggest(placement.lower(), ['ff', 'ls', 'rand', 'lwf'])}; "
+            f"unknown placement{suggest(placement.lower(), list(PLACEMENTS))}; "
             f"known: {', '.join(PLACEMENT_NAMES)}",
             field="placement",
         ) from None

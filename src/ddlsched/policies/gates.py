@@ -95,10 +95,24 @@ class AdaDual:
         return servers[: servers.index(block)]
 
 
-GATES = {
+#: gates by name (``register_gate`` adds to it); "none" starts every all-reduce at once
+GATES: dict[str, CommGate | None] = {
     "none": None,
     "srsf1": SrsfN(1),
     "srsf2": SrsfN(2),
     "srsf3": SrsfN(3),
     "adadual": AdaDual(),
 }
+_BUILTIN = frozenset(GATES)
+
+
+def register_gate(name: str, gate: CommGate, *, replace: bool = False) -> CommGate:
+    """Make ``name`` a gate for ``compose(gate=name)`` and ``ddlsched list``: ``gate`` is an
+    object with ``blocker(executor, run)`` (shared by the policies that name it, as the
+    built-in gates are). Returns ``gate``."""
+    from .naming import new_part_name
+
+    if not callable(getattr(gate, "blocker", None)):
+        raise TypeError(f"a gate has blocker(executor, run), got {gate!r}")
+    GATES[new_part_name("gate", name, GATES, _BUILTIN, replace)] = gate
+    return gate

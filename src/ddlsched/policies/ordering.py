@@ -26,4 +26,17 @@ def srsf(job: JobState, sim: Simulator) -> tuple:
     return (spec.num_gpus * job.iterations_left * spec.model.t_compute, job.arrival, job.job_id)
 
 
+#: orderings by name (``register_ordering`` adds to it)
 ORDERINGS: dict[str, Ordering] = {"fifo": fifo, "srsf": srsf}
+_BUILTIN = frozenset(ORDERINGS)
+
+
+def register_ordering(name: str, key: Ordering, *, replace: bool = False) -> Ordering:
+    """Make ``name`` an ordering for ``compose(ordering=name)`` and ``ddlsched list``:
+    ``key(job, sim)`` returns a tuple, smaller first. Returns ``key`` (decorator use)."""
+    from .naming import new_part_name
+
+    if not callable(key):
+        raise TypeError(f"an ordering is a function (job, sim) -> tuple, got {key!r}")
+    ORDERINGS[new_part_name("ordering", name, ORDERINGS, _BUILTIN, replace)] = key
+    return key

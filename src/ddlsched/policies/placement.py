@@ -6,6 +6,7 @@ picks distinct GPUs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -128,21 +129,61 @@ class LeastWorkloadFirst:
         return None
 
 
+@dataclass(frozen=True)
+class _Registered:
+    factory: Callable[..., Placement]
+    takes_kappa: bool
+
+
+#: placements by name (``register_placement`` adds to it); ``lwf-K`` is LWF with κ = K
+PLACEMENTS: dict[str, _Registered] = {}
+#: the names ``ddlsched list`` and messages show: every registered placement, then ``lwf-K``
+PLACEMENT_NAMES: list[str] = []
+_BUILTIN: frozenset[str] = frozenset()
+
+
+def register_placement(
+    name: str,
+    factory: Callable[..., Placement],
+    *,
+    takes_kappa: bool = False,
+    replace: bool = False,
+) -> Callable[..., Placement]:
+    """Make ``name`` a placement for ``--placement``, ``compose(placement=name)`` and
+    ``ddlsched list``: ``factory()`` (``factory(kappa)`` with ``takes_kappa``; κ is None unless
+    the run sets it) builds one. Returns ``factory`` (decorator use)."""
+    from .naming import new_part_name
+
+    if not callable(factory):
+        raise TypeError(f"factory must be callable, got {factory!r}")
+    key = new_part_name("placement", name, PLACEMENTS, _BUILTIN, replace)
+    if _is_lwf_k(key):
+        raise ValueError(f"placement name {name!r} is taken by lwf-K")
+    PLACEMENTS[key] = _Registered(factory, takes_kappa)
+    PLACEMENT_NAMES[:] = [*PLACEMENTS, "lwf-K"]
+    return factory
+
+
+def _is_lwf_k(key: str) -> bool:
+    return key.startswith("lwf-") and key[4:].isascii() and key[4:].isdigit() and int(key[4:]) >= 1
+
+
+register_placement("ff", FirstFit)
+register_placement("ls", ListScheduling)
+register_placement("rand", RandomPlacement)
+register_placement(
+    "lwf", lambda kappa: LeastWorkloadFirst(kappa if kappa is not None else 1), takes_kappa=True
+)
+_BUILTIN = frozenset(PLACEMENTS)
+
+
 def make_placement(name: str, kappa: int | None = None) -> Placement:
     """Placement by name: ``ff``, ``ls``, ``rand``, ``lwf`` (κ from ``kappa``, default 1),
-    ``lwf-K``. Raises KeyError for unknown names."""
+    ``lwf-K``, or a registered one. Raises KeyError for unknown names."""
     key = name.lower()
-    if key == "ff":
-        return FirstFit()
-    if key == "ls":
-        return ListScheduling()
-    if key == "rand":
-        return RandomPlacement()
-    if key == "lwf":
-        return LeastWorkloadFirst(kappa if kappa is not None else 1)
-    if key.startswith("lwf-") and key[4:].isascii() and key[4:].isdigit() and int(key[4:]) >= 1:
+    entry = PLACEMENTS.get(key)
+    if entry is not None:
+        return entry.factory(kappa) if entry.takes_kappa else entry.factory()
+    if _is_lwf_k(key):
         return LeastWorkloadFirst(int(key[4:]))
     raise KeyError(name)
-
-
-PLACEMENT_NAMES = ["ff", "ls", "rand", "lwf", "lwf-K"]

@@ -1,5 +1,6 @@
-"""User policies by name: ``register_policy`` for library code, ``MODULE:FACTORY`` or
-``FILE.py:FACTORY`` for the command line and experiment configs (resolved in every process)."""
+"""The one registry of policies by name, built-in and user alike (``register_policy``), and
+``MODULE:FACTORY`` / ``FILE.py:FACTORY`` for the command line and experiment configs (resolved
+in every process). The built-in policies register themselves in ``policies/builtin.py``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import importlib.util
 import inspect
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -17,17 +18,34 @@ from typing import Any
 from ..errors import InputError, PolicyError, ScheduleError, suggest
 from ..paths import is_file
 
-#: names the built-in ``--policy`` values take besides the presets and planners
-PROFILE_POLICY_NAMES = ("tiresias", "fifo", "sjf", "sjf-ffs", "sjf-bsbf", "pollux")
+#: the job kinds of a workload, as messages name them (``kinds=`` of ``register_policy``)
+MODEL_JOBS = "model jobs (Wang/Yu)"
+PROFILE_JOBS = "application-profile jobs"
+TRACE_JOBS = "trace (duration) jobs"
+JOB_KINDS = (MODEL_JOBS, PROFILE_JOBS, TRACE_JOBS)
 
 
 @dataclass(frozen=True)
 class Registered:
-    """A user policy registered under a name: ``factory()`` builds a fresh policy per run."""
+    """A policy registered under a name. A user policy's ``factory()`` builds a fresh policy
+    per run; a built-in's ``factory(settings, placement)`` builds it from the run's
+    ``Settings`` (and ``--placement``, for policies that take one).
+
+    ``kinds``: the job kinds it runs on; ``places_jobs``: it places jobs itself (planners,
+    profile and trace policies), so ``--placement`` does not apply; ``shares_gpus``: it puts
+    two jobs on one GPU; ``placement``: the default placement of a composed preset;
+    ``settings``: the ``--set`` keys only this policy (and others naming them) reads, so that
+    ``settings_scope`` knows where they apply."""
 
     name: str
-    factory: Callable[[], Any]
+    factory: Callable[..., Any]
     description: str = ""
+    kinds: tuple[str, ...] = JOB_KINDS
+    places_jobs: bool = False
+    shares_gpus: bool = False
+    placement: str | None = None
+    builtin: bool = False
+    settings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -89,7 +107,7 @@ def origin_of(spec: str) -> PolicyOrigin:
         return PolicyOrigin(where, str(Path(where).resolve()))
     if where:
         return PolicyOrigin(f"module {where}", _module_file(where))
-    reg = _REGISTRY.get(spec.lower())
+    reg = _user_entry(spec)
     try:
         path = inspect.getsourcefile(reg.factory) if reg is not None else None
     except TypeError:  # a builtin or a callable object without a source file
@@ -101,43 +119,118 @@ _REGISTRY: dict[str, Registered] = {}
 _FILE_MODULES: dict[Path, ModuleType] = {}
 
 
+_BUILTINS_LOADED = False
+
+
+def _ensure_builtins() -> None:
+    """Register the built-in policies on first use (``policies/builtin.py``; importing it is
+    cheap: every factory imports its policy's module when it is called)."""
+    global _BUILTINS_LOADED
+    if not _BUILTINS_LOADED:
+        _BUILTINS_LOADED = True
+        from . import builtin  # noqa: F401  (its register_policy calls fill _REGISTRY)
+
+
+def all_policies() -> dict[str, Registered]:
+    """Every registered policy by name, built-ins first in registration order (a copy)."""
+    _ensure_builtins()
+    return dict(_REGISTRY)
+
+
+def policy_entry(name: str) -> Registered | None:
+    """The registry entry of ``name`` (case-insensitive; None if nothing is registered)."""
+    _ensure_builtins()
+    return _REGISTRY.get(name.lower())
+
+
+def _user_entry(name: str) -> Registered | None:
+    entry = policy_entry(name)
+    return entry if entry is not None and not entry.builtin else None
+
+
 def builtin_policy_names() -> list[str]:
     """Every built-in ``--policy`` name: presets, planners, application-profile policies."""
-    from ..planning import PLANNER_NAMES
-    from .registry import PRESETS
+    return [n for n, e in all_policies().items() if e.builtin]
 
-    return [*PRESETS, *PLANNER_NAMES, *PROFILE_POLICY_NAMES]
+
+def builtin_policies_for(kind: str) -> list[str]:
+    """The built-in ``--policy`` names that run jobs of ``kind`` (registration order)."""
+    return [n for n, e in all_policies().items() if e.builtin and kind in e.kinds]
+
+
+def builtin_reads(policy: str | None, setting: str) -> bool:
+    """Whether the built-in policy ``policy`` reads ``setting`` (its entry's ``settings``)."""
+    entry = policy_entry(policy) if policy else None
+    return entry is not None and entry.builtin and setting in entry.settings
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PROFILE_POLICY_NAMES":  # the built-in policies of application-profile jobs
+        return tuple(builtin_policies_for(PROFILE_JOBS))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register_policy(
-    name: str, factory: Callable[[], Any], *, description: str = "", replace: bool = False
-) -> Callable[[], Any]:
+    name: str,
+    factory: Callable[..., Any],
+    *,
+    description: str = "",
+    replace: bool = False,
+    kinds: Sequence[str] = JOB_KINDS,
+    places_jobs: bool = False,
+    shares_gpus: bool = False,
+    placement: str | None = None,
+    builtin: bool = False,
+    settings: Sequence[str] = (),
+) -> Callable[..., Any]:
     """Make ``simulate(..., name)`` build its policy with ``factory()`` (a fresh one per run).
 
     Names are case-insensitive, may not contain ``:`` and may not shadow a built-in policy;
-    registering a taken name again needs ``replace=True``. Returns ``factory`` (decorator use).
+    registering a taken name again needs ``replace=True``. ``kinds`` (``MODEL_JOBS``,
+    ``PROFILE_JOBS``, ``TRACE_JOBS``; default all) are the job kinds the policy runs on: a
+    run on another kind is an error naming them; ``description`` is what ``ddlsched list``
+    shows. ``builtin=True`` is for ``policies/builtin.py`` (the factory then takes the run's
+    settings and placement). Returns ``factory`` (decorator use).
     """
     key = name.lower()
     if not key or ":" in key:
         raise ValueError(f"policy name {name!r} must be non-empty and contain no ':'")
-    if key in builtin_policy_names():
+    if not builtin:
+        _ensure_builtins()
+    old = _REGISTRY.get(key)
+    if old is not None and old.builtin:
         raise ValueError(f"policy name {name!r} is a built-in policy")
-    if key in _REGISTRY and not replace:
+    if old is not None and not replace:
         raise ValueError(f"policy {name!r} is already registered (pass replace=True)")
     if not callable(factory):
         raise TypeError(f"factory must be callable, got {factory!r}")
-    _REGISTRY[key] = Registered(key, factory, description)
+    kinds = tuple(kinds)
+    unknown = [k for k in kinds if k not in JOB_KINDS]
+    if not kinds or unknown:
+        raise ValueError(f"kinds must be among {', '.join(JOB_KINDS)}; got {kinds!r}")
+    _REGISTRY[key] = Registered(
+        key,
+        factory,
+        description,
+        kinds,
+        places_jobs,
+        shares_gpus,
+        placement,
+        builtin,
+        tuple(settings),
+    )
     return factory
 
 
 def unregister_policy(name: str) -> None:
-    """Forget a registered policy (no error if it is not registered)."""
-    _REGISTRY.pop(name.lower(), None)
+    """Forget a registered user policy (no error if it is not registered; built-ins stay)."""
+    if _user_entry(name) is not None:
+        del _REGISTRY[name.lower()]
 
 
 def registered_policies() -> dict[str, Registered]:
     """The registered user policies by name (a copy)."""
-    return dict(_REGISTRY)
+    return {n: e for n, e in all_policies().items() if not e.builtin}
 
 
 def check_policy(obj: Any, where: str) -> Any:
@@ -196,6 +289,17 @@ def load_factory(spec: str) -> Any:
     where, _, attr = spec.rpartition(":")
     if not where or not attr:
         raise InputError(f"expected MODULE:NAME or FILE.py:NAME, got {spec!r}", field="policy")
+    mod = load_plugin(where)
+    if not hasattr(mod, attr):
+        public = [n for n in vars(mod) if not n.startswith("_")]
+        raise InputError(f"no name {attr!r}{suggest(attr, public)}", source=where, field="policy")
+    return getattr(mod, attr)
+
+
+def load_plugin(where: str) -> ModuleType:
+    """Import module ``where`` or execute the Python file ``where`` (once per process), so
+    that its ``register_policy`` calls run; a module or file that does not load is an
+    ``InputError`` / ``PolicyError`` naming it."""
     if where.endswith(".py"):
         path = Path(where)
         if not is_file(path):
@@ -210,10 +314,7 @@ def load_factory(spec: str) -> Any:
             raise PolicyOrigin(f"module {where}", _module_file(where)).error(e, "import") from e
         except (Exception, SystemExit) as e:
             raise PolicyOrigin(f"module {where}", _module_file(where)).error(e, "import") from e
-    if not hasattr(mod, attr):
-        public = [n for n in vars(mod) if not n.startswith("_")]
-        raise InputError(f"no name {attr!r}{suggest(attr, public)}", source=where, field="policy")
-    return getattr(mod, attr)
+    return mod
 
 
 def _needs_arguments(factory: Callable[..., Any]) -> list[str]:
@@ -259,7 +360,7 @@ def resolve_user_policy(policy: Any) -> tuple[Any, PolicyOrigin | None] | None:
         attr = policy.rpartition(":")[2]
         built = _build(obj, attr, origin) if callable(obj) else obj
         return check_policy(built, policy), origin
-    reg = _REGISTRY.get(policy.lower())
+    reg = _user_entry(policy)
     if reg is not None:
         origin = origin_of(policy)
         return check_policy(_build(reg.factory, reg.name, origin), policy), origin
