@@ -15,7 +15,7 @@ import pytest
 
 from ddlsched.cli import main
 from ddlsched.errors import InputError
-from ddlsched.experiments.runner import _map
+from ddlsched.parallel import map_in_processes
 from ddlsched.sweep import METRICS, expand, load_sweep, run_sweep, write_summary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -188,7 +188,7 @@ def test_confidence_intervals_by_hand(tmp_path: Path, sweep_file: Path) -> None:
 def test_map_keeps_input_order_and_reports_each_result() -> None:
     seen: list[tuple[int, int]] = []
     items = [5, 3, 8, 1, 9, 2]
-    out = _map(abs, items, 2, None, on_result=lambda i, r: seen.append((i, r)))
+    out = map_in_processes(abs, items, 2, None, on_result=lambda i, r: seen.append((i, r)))
     assert out == items
     assert sorted(seen) == list(enumerate(items))
 

@@ -295,9 +295,9 @@ def policy_file(policy: str) -> str | None:
 
 def _is_cluster_preset(name: str) -> bool:
     """Cluster preset names win over files of the same name (as in ``load_cluster``)."""
-    from .core.cluster_io import _SIZED, CLUSTER_PRESETS
+    from .core.cluster_io import is_cluster_preset
 
-    return name.strip().lower() in CLUSTER_PRESETS or bool(_SIZED.match(name.strip().lower()))
+    return is_cluster_preset(name)
 
 
 def parse_settings(values: object, where: ConfigText, base: Path | None) -> dict[str, object]:

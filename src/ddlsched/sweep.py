@@ -507,9 +507,9 @@ def _run_sweep_in(
         if executor == "ray":
             _ray_map(records, workers, ray_address or "local", step, save)
         else:
-            from .experiments.runner import _map
+            from .parallel import map_in_processes
 
-            _map(execute_record, records, workers, step, on_result=save)
+            map_in_processes(execute_record, records, workers, step, on_result=save)
     result.table = write_summary(sweep, runs, root)
     return result
 

@@ -114,7 +114,7 @@ CLUSTER_PRESETS: dict[str, Callable[[int], Cluster]] = {
     ),
 }
 #: ``yu22-N``: the yu22 draw cut to its first N servers
-_SIZED = re.compile(r"^yu22-([0-9]+)$")
+SIZED_PRESET = re.compile(r"^yu22-([0-9]+)$")
 
 SERVER_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Server))
 _TOP_KEYS = ("name", "defaults", "servers")
@@ -417,6 +417,12 @@ def read_cluster(path: str | Path) -> Cluster:
     return _build_cluster(_parse(text, source, fmt), ctx, default_name=path.stem)
 
 
+def is_cluster_preset(spec: str) -> bool:
+    """Whether ``spec`` names a cluster preset (``yu22-N`` included) rather than a file."""
+    name = spec.strip().lower()
+    return name in CLUSTER_PRESETS or bool(SIZED_PRESET.match(name))
+
+
 def load_cluster(spec: str, seed: int = 0) -> Cluster:
     """A preset by name (``wang20``, ``tiny``, ``yu22``, ``yu22-N``; case-insensitive; seeded
     presets use ``seed``) or a cluster file path.
@@ -427,7 +433,7 @@ def load_cluster(spec: str, seed: int = 0) -> Cluster:
     factory = CLUSTER_PRESETS.get(name)
     if factory is not None:
         return factory(seed)
-    sized = _SIZED.match(name)
+    sized = SIZED_PRESET.match(name)
     if sized:
         digits = sized.group(1)
         n = int(digits) if len(digits) <= 9 else 0  # 5,000 digits: beyond int()'s limit

@@ -9,12 +9,8 @@ writes ``table.csv``, ``table.md`` and, where the paper has a figure, a PNG.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
-import multiprocessing
-import os
-import signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.results import atomic_write_text, csv_text
+from ..parallel import map_in_processes
 
 TABLE_COLUMNS = [
     "experiment",
@@ -234,7 +231,7 @@ def _compute(
                         ),
                     )
                 )
-    results = _map(run_task, [t for _, _, t in tasks], workers, progress)
+    results = map_in_processes(run_task, [t for _, _, t in tasks], workers, progress)
     table: list[dict] = []
     for v in chosen:
         for row in exp.rows:
@@ -276,52 +273,7 @@ def table_row(
     }
 
 
-def _worker_init() -> None:
-    """Workers leave Ctrl-C to the parent, which stops them (no stray tracebacks); SIGTERM
-    (what ``Pool.terminate`` sends) ends them at once, whatever handler the parent had."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def _indexed(fn, pair):
-    """``(i, fn(item))``: lets results arrive in any order and still land in their place."""
-    i, item = pair
-    return i, fn(item)
-
-
-def _map(fn, items, workers, progress, on_result=None):
-    """``[fn(x) for x in items]`` on ``workers`` processes (default: all cores), in input
-    order; ``on_result(i, r)`` sees each result as soon as it arrives (e.g. to save it, so an
-    interrupted sweep keeps what finished)."""
-    n = workers if workers is not None else (os.cpu_count() or 1)
-    done = 0
-    results = [None] * len(items)
-    if n <= 1 or len(items) <= 1:
-        for i, it in enumerate(items):
-            results[i] = fn(it)
-            if on_result:
-                on_result(i, results[i])
-            done += 1
-            if progress:
-                progress(done, len(items))
-        return results
-    pool = multiprocessing.Pool(processes=min(n, len(items)), initializer=_worker_init)
-    try:
-        # results are placed by index: the returned list does not depend on the worker count
-        for i, r in pool.imap_unordered(functools.partial(_indexed, fn), enumerate(items)):
-            results[i] = r
-            if on_result:
-                on_result(i, r)
-            done += 1
-            if progress:
-                progress(done, len(items))
-        pool.close()
-    except BaseException:
-        pool.terminate()  # Ctrl-C or an error: stop the workers now, write nothing
-        raise
-    finally:
-        pool.join()
-    return results
+_map = map_in_processes  # the old private name (tests of other branches); use map_in_processes
 
 
 def _num(x: float) -> str:

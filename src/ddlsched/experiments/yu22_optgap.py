@@ -37,12 +37,13 @@ import numpy as np
 from ..core.cluster import Cluster, Server
 from ..core.cluster_io import YU22_INTRA_GBPS, YU22_NETWORK_GBPS, yu22_cluster
 from ..core.job import JobSpec
+from ..parallel import map_in_processes
 from ..perf.rar import RarModel, gbps_to_bytes
 from ..planning.plan import makespan_lower_bound
 from ..planning.planners import PlannerParams, make_planner
 from ..workloads.generators import WANG20_GPU_MIX, yu22
 from .plots import bar_chart
-from .runner import Experiment, Row, _map, table_row
+from .runner import Experiment, Row, table_row
 
 #: small instances: servers, GPUs per server, jobs, job sizes
 SMALL_SERVERS = (2, 4)
@@ -186,7 +187,7 @@ def optgap_table(
     the size of part (a)."""
     full = [("full", pol, s) for s in range(seeds) for pol in FULL_POLICIES.values()]
     small = [("small", i, max_jobs, time_limit, work_limit) for i in range(seeds * per_seed)]
-    results = _map(_run, full + small, workers, progress)
+    results = map_in_processes(_run, full + small, workers, progress)
     res_full = dict(zip([(t[1], t[2]) for t in full], results[: len(full)], strict=True))
     res_small = results[len(full) :]
 

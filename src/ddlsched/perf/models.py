@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..core.job import ModelProfile
+from .model_profile import ModelProfile
 
 #: Wang et al., Table III: model size (MB), GPU memory (MB), batch size, t_f (ms), t_b (ms).
 WANG20_MODELS: dict[str, ModelProfile] = {

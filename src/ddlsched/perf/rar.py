@@ -20,11 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..core.job import JobSpec
 from .contention import MB
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.cluster import Cluster
+    from ..core.job import JobSpec
     from ..core.jobexec import JobExecutor
     from ..core.state import JobState
 
