@@ -3,18 +3,10 @@
 from .exact import ExactResult, brute_force_makespan, solve_exact
 from .execute import PlanPolicy
 from .plan import Estimator, Plan, PlannedJob, PlanningError, Timeline
-from .planners import PlannerParams, SjfBco, make_planner
-
-
-def __getattr__(name: str):
-    if name == "PLANNER_NAMES":  # the planners of the policy registry
-        from . import planners
-
-        return planners.PLANNER_NAMES
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+from .planners import PLANNER_DESCRIPTIONS, PLANNER_NAMES, PlannerParams, SjfBco, make_planner
 
 __all__ = [
+    "PLANNER_DESCRIPTIONS",
     "PLANNER_NAMES",
     "Estimator",
     "ExactResult",

@@ -16,6 +16,7 @@ import numpy as np
 from ..core.cluster import Cluster
 from ..core.job import JobSpec
 from ..perf.rar import RarModel
+from ..policies.planner_names import PLANNER_DESCRIPTIONS
 from .plan import Estimator, PlacementRule, Plan, PlannedJob, PlanningError, list_schedule
 from .rules import FaFfp, FirstFitRule, Lbsgf, ListSchedulingRule, RandomRule
 
@@ -160,6 +161,10 @@ class RandomPlanner:
         return Plan(tuple(entries), self.name, info)
 
 
+#: the planners ``make_planner`` builds, in registry order (their ``--policy`` names)
+PLANNER_NAMES: tuple[str, ...] = tuple(PLANNER_DESCRIPTIONS)
+
+
 def make_planner(name: str, params: PlannerParams | None = None):
     """``sjf-bco``, ``yu-ff``, ``yu-ls``, ``yu-rand``; KeyError otherwise."""
     params = params or PlannerParams()
@@ -172,18 +177,3 @@ def make_planner(name: str, params: PlannerParams | None = None):
     if name == "yu-rand":
         return RandomPlanner(params)
     raise KeyError(name)
-
-
-def __getattr__(name: str):
-    """``PLANNER_NAMES`` / ``PLANNER_DESCRIPTIONS``: the planners of the policy registry
-    (``policies/builtin.py`` registers them, with their descriptions)."""
-    if name in ("PLANNER_NAMES", "PLANNER_DESCRIPTIONS"):
-        from ..policies.plugins import MODEL_JOBS, all_policies
-
-        found = {
-            n: e.description
-            for n, e in all_policies().items()
-            if e.builtin and e.places_jobs and MODEL_JOBS in e.kinds
-        }
-        return tuple(found) if name == "PLANNER_NAMES" else found
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,53 +8,15 @@ This is the one list of built-in ``--policy`` names: the API's builders, the swe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .plugins import MODEL_JOBS, PROFILE_JOBS, TRACE_JOBS, register_policy
+from .kinds import MODEL_JOBS, PROFILE_JOBS, TRACE_JOBS
+from .planner_names import PLANNER_DESCRIPTIONS
 from .registry import PRESETS
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..api import Settings
-
-# --- online presets on model jobs (Wang et al.): ordering + placement + gate -------------
-for _preset in PRESETS.values():
-
-    def _composed(settings: Settings, placement: str | None, name: str = _preset.name) -> Any:
-        from .registry import make_policy
-
-        return make_policy(name, placement, settings.kappa)
-
-    register_policy(
-        _preset.name,
-        _composed,
-        description=_preset.description,
-        kinds=(MODEL_JOBS,),
-        placement=_preset.placement,
-        builtin=True,
-    )
-
-# --- offline planners (Yu et al.): a plan executed under Yu's RAR model ------------------
-for _name, _text in (
-    ("sjf-bco", "SJF-BCO: jobs by size, FA-FFP (G ≤ κ) / LBSGF(λ), bisection over θ_u and κ"),
-    ("yu-ff", "Yu §7 FF: first-fit GPUs within θ_u, own bisection over θ_u"),
-    ("yu-ls", "Yu §7 LS: least-busy GPUs within θ_u, own bisection over θ_u"),
-    ("yu-rand", "Yu §7 RAND: random GPUs, θ_u = T"),
-):
-
-    def _planned(settings: Settings, placement: str | None, name: str = _name) -> Any:
-        from ..planning import PlanPolicy, make_planner
-
-        return PlanPolicy(make_planner(name, settings.planner), settings.rar)
-
-    register_policy(
-        _name,
-        _planned,
-        description=_text,
-        kinds=(MODEL_JOBS,),
-        places_jobs=True,
-        builtin=True,
-        settings=("lam", "bco_kappa") if _name == "sjf-bco" else (),
-    )
 
 
 # --- job-level policies of application-profile and trace jobs (Luo et al., Pollux) -------
@@ -101,64 +63,102 @@ def _pollux(settings: Settings, placement: str | None) -> Any:
     )
 
 
-_JOB_LEVEL = (PROFILE_JOBS, TRACE_JOBS)
-for _name, _factory, _kinds, _shares, _reads, _text in (
-    (
-        "tiresias",
-        _tiresias,
-        _JOB_LEVEL,
-        False,
-        ("interval", "tiresias_thresholds"),
-        "2D-LAS, 2 queues, 16 GPU-hour threshold (the Pollux artifact's Tiresias)",
-    ),
-    (
-        "fifo",
-        _fifo,
-        _JOB_LEVEL,
-        False,
-        ("backfill",),
-        "arrival order, exclusive GPUs, least-busy free GPUs (Luo baseline)",
-    ),
-    (
-        "sjf",
-        _sjf,
-        _JOB_LEVEL,
-        False,
-        ("backfill",),
-        "shortest remaining time alone first, exclusive GPUs (Luo baseline)",
-    ),
-    (
-        "sjf-ffs",
-        _sjf_ffs,
-        (PROFILE_JOBS,),
-        True,
-        (),
-        "SJF, shares GPUs holding one job first-fit when free GPUs run out",
-    ),
-    (
-        "sjf-bsbf",
-        _sjf_bsbf,
-        (PROFILE_JOBS,),
-        True,
-        (),
-        "SJF, shares only where Theorem 1 says it pays (Luo Alg. 1–2)",
-    ),
-    (
-        "pollux",
-        _pollux,
-        (PROFILE_JOBS,),
-        False,
-        ("interval", "pollux_ncf_batch"),
-        "elastic: GPUs per server and batch per job every round (goodput, p = -1)",
-    ),
-):
-    register_policy(
-        _name,
-        _factory,
-        description=_text,
-        kinds=_kinds,
-        places_jobs=True,
-        shares_gpus=_shares,
-        builtin=True,
-        settings=_reads,
-    )
+def register_builtins(register_policy: Callable[..., Any]) -> None:
+    """Register every built-in policy with ``register_policy`` (``policies.plugins`` passes its
+    own, on the registry's first use: this module imports nothing of the registry)."""
+    # --- online presets on model jobs (Wang et al.): ordering + placement + gate -------------
+    for _preset in PRESETS.values():
+
+        def _composed(settings: Settings, placement: str | None, name: str = _preset.name) -> Any:
+            from .registry import make_policy
+
+            return make_policy(name, placement, settings.kappa)
+
+        register_policy(
+            _preset.name,
+            _composed,
+            description=_preset.description,
+            kinds=(MODEL_JOBS,),
+            placement=_preset.placement,
+            builtin=True,
+        )
+
+    # --- offline planners (Yu et al.): a plan executed under Yu's RAR model ------------------
+    for _name, _text in PLANNER_DESCRIPTIONS.items():
+
+        def _planned(settings: Settings, placement: str | None, name: str = _name) -> Any:
+            from ..planning import PlanPolicy, make_planner
+
+            return PlanPolicy(make_planner(name, settings.planner), settings.rar)
+
+        register_policy(
+            _name,
+            _planned,
+            description=_text,
+            kinds=(MODEL_JOBS,),
+            places_jobs=True,
+            builtin=True,
+            settings=("lam", "bco_kappa") if _name == "sjf-bco" else (),
+        )
+
+    _JOB_LEVEL = (PROFILE_JOBS, TRACE_JOBS)
+    for _name, _factory, _kinds, _shares, _reads, _text in (
+        (
+            "tiresias",
+            _tiresias,
+            _JOB_LEVEL,
+            False,
+            ("interval", "tiresias_thresholds"),
+            "2D-LAS, 2 queues, 16 GPU-hour threshold (the Pollux artifact's Tiresias)",
+        ),
+        (
+            "fifo",
+            _fifo,
+            _JOB_LEVEL,
+            False,
+            ("backfill",),
+            "arrival order, exclusive GPUs, least-busy free GPUs (Luo baseline)",
+        ),
+        (
+            "sjf",
+            _sjf,
+            _JOB_LEVEL,
+            False,
+            ("backfill",),
+            "shortest remaining time alone first, exclusive GPUs (Luo baseline)",
+        ),
+        (
+            "sjf-ffs",
+            _sjf_ffs,
+            (PROFILE_JOBS,),
+            True,
+            (),
+            "SJF, shares GPUs holding one job first-fit when free GPUs run out",
+        ),
+        (
+            "sjf-bsbf",
+            _sjf_bsbf,
+            (PROFILE_JOBS,),
+            True,
+            (),
+            "SJF, shares only where Theorem 1 says it pays (Luo Alg. 1–2)",
+        ),
+        (
+            "pollux",
+            _pollux,
+            (PROFILE_JOBS,),
+            False,
+            ("interval", "pollux_ncf_batch"),
+            "elastic: GPUs per server and batch per job every round (goodput, p = -1)",
+        ),
+    ):
+        register_policy(
+            _name,
+            _factory,
+            description=_text,
+            kinds=_kinds,
+            places_jobs=True,
+            shares_gpus=_shares,
+            builtin=True,
+            settings=_reads,
+        )

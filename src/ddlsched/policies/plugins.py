@@ -18,11 +18,8 @@ from typing import Any
 from ..errors import InputError, PolicyError, ScheduleError, suggest
 from ..paths import is_file
 
-#: the job kinds of a workload, as messages name them (``kinds=`` of ``register_policy``)
-MODEL_JOBS = "model jobs (Wang/Yu)"
-PROFILE_JOBS = "application-profile jobs"
-TRACE_JOBS = "trace (duration) jobs"
-JOB_KINDS = (MODEL_JOBS, PROFILE_JOBS, TRACE_JOBS)
+# the job kinds of a workload (``kinds=`` of ``register_policy``), re-exported from .kinds
+from .kinds import JOB_KINDS, MODEL_JOBS, PROFILE_JOBS, TRACE_JOBS  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -128,7 +125,9 @@ def _ensure_builtins() -> None:
     global _BUILTINS_LOADED
     if not _BUILTINS_LOADED:
         _BUILTINS_LOADED = True
-        from . import builtin  # noqa: F401  (its register_policy calls fill _REGISTRY)
+        from .builtin import register_builtins
+
+        register_builtins(register_policy)
 
 
 def all_policies() -> dict[str, Registered]:
