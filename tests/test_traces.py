@@ -18,6 +18,7 @@ from ddlsched.workloads.trace_formats import placeholder_model
 from ddlsched.workloads.trace_stats import format_trace_stats, trace_stats
 from ddlsched.workloads.traces import (
     TRACE_FORMATS,
+    TraceOptions,
     detect_format,
     filter_jobs,
     read_trace,
@@ -124,7 +125,7 @@ def test_unknown_format_name_suggests(tmp_path):
     with pytest.raises(InputError, match="did you mean 'gavel'"):
         read_trace(p, "gavell")
     with pytest.raises(InputError, match="preset"):
-        load_workload("wang20", workload_format="generic")
+        load_workload("wang20", 0, None, TraceOptions(workload_format="generic"))
 
 
 def test_format_override_reads_a_file_as_named(tmp_path):
@@ -133,7 +134,7 @@ def test_format_override_reads_a_file_as_named(tmp_path):
     with pytest.raises(InputError) as info:
         read_trace(p, "gavel-philly")
     assert info.value.line == 1 and "expected 7 tab-separated fields" in str(info.value)
-    assert len(load_workload(str(p), workload_format="gavel")) == 3
+    assert len(load_workload(str(p), options=TraceOptions(workload_format="gavel"))) == 3
 
 
 # --- importers -------------------------------------------------------------------------------
@@ -359,13 +360,40 @@ def test_no_job_left_is_an_error(tmp_path):
 
 def test_filters_through_load_workload_for_files_and_presets(tmp_path):
     path = write(tmp_path, "p.csv", PHILLY_TEXT)
-    jobs = load_workload(str(path), max_gpus=2, load_scale=4.0)
+    jobs = load_workload(str(path), 0, None, TraceOptions(max_gpus=2, load_scale=4.0))
     assert [(j.job_id, j.arrival) for j in jobs] == [(0, 2.5), (1, 21600.0)]
     wang = load_workload("wang20", seed=1)
-    capped = load_workload("wang20", seed=1, max_gpus=2)
+    capped = load_workload("wang20", seed=1, options=TraceOptions(max_gpus=2))
     assert capped == [j for j in sorted(wang, key=lambda j: (j.arrival, j.job_id)) if
                       j.num_gpus <= 2]  # fmt: skip
     assert load_workload(str(path)) == read_trace(path)  # same path without options
+
+
+def test_trace_options_as_separate_keywords_still_work_deprecated(tmp_path):
+    """The per-option keywords of ``load_workload``/``simulate_named`` (before TraceOptions was
+    passed whole) still work for one release, with a DeprecationWarning, and mean the same."""
+    from ddlsched.api import simulate_named
+
+    path = write(tmp_path, "p.csv", PHILLY_TEXT)
+    options = TraceOptions(max_gpus=2, load_scale=4.0)
+    with pytest.warns(DeprecationWarning, match="TraceOptions"):
+        old = load_workload(str(path), max_gpus=2, load_scale=4.0)
+    assert old == load_workload(str(path), 0, None, options)
+    with pytest.warns(DeprecationWarning):
+        a = simulate_named("tiny", str(path), "fifo", max_gpus=2, load_scale=4.0)
+    b = simulate_named("tiny", str(path), "fifo", trace=options)
+    assert a.summary == b.summary and b.summary["num_jobs"] == 2
+    with pytest.raises(TypeError, match="not both"):
+        load_workload(str(path), 0, None, options, max_gpus=2)
+    with pytest.raises(TypeError, match="max_gpu"):
+        load_workload(str(path), max_gpu=2)
+
+
+def test_trace_options_from_config_keys():
+    """``TraceOptions.from_values``: the config keys it knows, None = not given."""
+    values = {"max_gpus": 4, "gavel_gpu": None, "policy": "fifo", "sample": None}
+    assert TraceOptions.from_values(values) == TraceOptions(max_gpus=4)
+    assert TraceOptions.from_values({"gavel_gpu": "k80"}).gavel_gpu == "k80"
 
 
 # --- stats -----------------------------------------------------------------------------------

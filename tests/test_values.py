@@ -35,7 +35,7 @@ from ddlsched.sweep import load_sweep
 from ddlsched.workloads.io import read_workload
 from ddlsched.workloads.presets import load_workload
 from ddlsched.workloads.trace_formats import gavel_throughputs
-from ddlsched.workloads.traces import read_trace, write_trace
+from ddlsched.workloads.traces import TraceOptions, read_trace, write_trace
 
 NON_ASCII_DIGITS = ("١٢", "۳", "４", "१०", "᠑", "𝟗")  # Arabic-Indic, Persian, fullwidth, …
 
@@ -378,7 +378,7 @@ def test_workload_file_arrival_beyond_the_range(tmp_path: Path) -> None:
 
 def test_load_scale_that_pushes_arrivals_out_of_range(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
-        load_workload("wang20", load_scale=1e-300)
+        load_workload("wang20", 0, None, TraceOptions(load_scale=1e-300))
     assert "after the filters" in str(info.value) and info.value.field == "arrival"
 
 

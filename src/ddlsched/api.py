@@ -48,6 +48,7 @@ from .settings_scope import (
 if TYPE_CHECKING:  # pragma: no cover
     from .policies.plugins import PolicyOrigin
     from .policy import SchedulingPolicy
+    from .workloads.traces import TraceOptions
 
 
 @dataclass(frozen=True)
@@ -624,40 +625,26 @@ def simulate_named(
     seed: int = 0,
     settings: Settings | Mapping[str, object] | None = None,
     progress: Callable[[int, int], None] | None = None,
-    workload_format: str | None = None,
-    trace_start: float | None = None,
-    trace_end: float | None = None,
-    max_gpus: int | None = None,
-    sample: int | None = None,
-    load_scale: float | None = None,
-    gavel_throughputs: str | None = None,
-    gavel_gpu: str = "v100",
+    trace: TraceOptions | None = None,
+    **keywords: object,
 ) -> SimResult:
     """``simulate`` from a cluster preset/file and a workload preset/file, checking that every
-    job can fit (the path of ``ddlsched run`` and of every experiment run). The workload
-    options (format, filters, Gavel throughputs) are those of ``load_workload``."""
+    job can fit (the path of ``ddlsched run`` and of every experiment run). ``trace``: the
+    workload file's format and filters (:class:`~ddlsched.workloads.traces.TraceOptions`, as
+    for ``load_workload``); as separate keywords (``max_gpus=2``) still accepted, deprecated,
+    for one release."""
     from .core.cluster_io import load_cluster
     from .workloads.io import validate_fits
     from .workloads.presets import load_workload
-    from .workloads.traces import check_simulable
+    from .workloads.traces import check_simulable, options_or_keywords
+
+    trace = options_or_keywords(trace, keywords, "simulate_named")
 
     cl = load_cluster(cluster, seed)
     if settings is not None and not isinstance(settings, Settings):
         settings = Settings.from_mapping(settings)
     philly = (settings.philly if settings else "") or None
-    jobs = load_workload(
-        workload,
-        seed=seed,
-        philly=philly,
-        workload_format=workload_format,
-        trace_start=trace_start,
-        trace_end=trace_end,
-        max_gpus=max_gpus,
-        sample=sample,
-        load_scale=load_scale,
-        gavel_throughputs=gavel_throughputs,
-        gavel_gpu=gavel_gpu,
-    )
+    jobs = load_workload(workload, seed, philly, trace)
     if settings is not None:
         check_workload_scope(settings, workload)
     validate_fits(jobs, cl, workload)

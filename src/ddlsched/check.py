@@ -455,9 +455,9 @@ def _load_context(cfg: dict, ctx: _Context, res: RunCheck) -> None:
     try:
         specs = load_workload(
             rc.workload,  # type: ignore[arg-type]
-            seed=rc.seed,
-            philly=rc.settings.philly or None,
-            **rc.workload_options(),  # type: ignore[arg-type]
+            rc.seed,
+            rc.settings.philly or None,
+            rc.trace_options(),
         )
         ctx.specs = {s.job_id: s for s in specs}
     except Exception as e:  # noqa: BLE001

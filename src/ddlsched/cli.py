@@ -282,19 +282,9 @@ def _add_trace_options(p: argparse.ArgumentParser, standalone: bool = False) -> 
 
 def _load_trace(args: argparse.Namespace) -> list:
     from .workloads.presets import load_workload
+    from .workloads.traces import TraceOptions
 
-    return load_workload(
-        args.file,
-        seed=args.seed,
-        workload_format=args.workload_format,
-        trace_start=args.trace_start,
-        trace_end=args.trace_end,
-        max_gpus=args.max_gpus,
-        sample=args.sample,
-        load_scale=args.load_scale,
-        gavel_throughputs=args.gavel_throughputs,
-        gavel_gpu=args.gavel_gpu,
-    )
+    return load_workload(args.file, args.seed, None, TraceOptions.from_values(vars(args)))
 
 
 def cmd_trace_stats(args: argparse.Namespace) -> int:

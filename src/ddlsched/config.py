@@ -29,6 +29,7 @@ from .parsing import (
     too_deep,
 )
 from .paths import path_exists
+from .workloads.traces import TRACE_OPTION_KEYS, TraceOptions
 
 
 @dataclass(frozen=True)
@@ -83,17 +84,8 @@ RUN_KEYS: dict[str, Key] = {
         Key("version", str, None, "", "ddlsched version that wrote the record (informational)"),
     )
 }
-#: workload options passed through to ``simulate_named`` when given
-WORKLOAD_OPTIONS = (
-    "workload_format",
-    "trace_start",
-    "trace_end",
-    "max_gpus",
-    "sample",
-    "load_scale",
-    "gavel_throughputs",
-    "gavel_gpu",
-)
+#: the workload-file options (a ``TraceOptions`` each; the names are its fields)
+WORKLOAD_OPTIONS = TRACE_OPTION_KEYS
 #: ``[settings]`` keys that name files (resolved relative to the config file)
 PATH_SETTINGS = ("profiles", "interference_file", "philly")
 REQUIRED = ("cluster", "workload", "policy")
@@ -134,9 +126,9 @@ class RunConfig:
                     field=name,
                 )
 
-    def workload_options(self) -> dict[str, object]:
-        """The workload options that were given, as keyword arguments."""
-        return {k: getattr(self, k) for k in WORKLOAD_OPTIONS if getattr(self, k) is not None}
+    def trace_options(self) -> TraceOptions:
+        """The workload file's format and filters, as ``load_workload`` takes them."""
+        return TraceOptions.from_values({k: getattr(self, k) for k in WORKLOAD_OPTIONS})
 
     def record(self) -> dict[str, object]:
         """The fully resolved config (JSON-able), written as ``config.json``."""
@@ -407,7 +399,7 @@ def simulate_config(
         seed=cfg.seed,
         settings=cfg.settings,
         progress=progress,
-        **cfg.workload_options(),  # type: ignore[arg-type]
+        trace=cfg.trace_options(),
     )
 
 

@@ -228,19 +228,14 @@ def _check_runs_apply(sweep: Sweep, where: ConfigText, policy_key: tuple[str, st
         if combo in seen:
             continue
         seen.add(combo)
-        options = cfg.workload_options()
+        trace = cfg.trace_options()
         name = str(cfg.workload)
-        seeded = _is_workload_preset(name) or options.get("sample") is not None
-        wkey = (name, tuple(sorted(options.items())), cfg.settings.philly, seeded and cfg.seed)
+        seeded = _is_workload_preset(name) or trace.sample is not None
+        wkey = (name, trace, cfg.settings.philly, seeded and cfg.seed)
         point = ", ".join(f"{k} = {v!r}" for k, v in run.point)
         if wkey not in workloads:
             try:
-                workloads[wkey] = load_workload(
-                    name,
-                    seed=cfg.seed,
-                    philly=cfg.settings.philly or None,
-                    **options,  # type: ignore[arg-type]
-                )
+                workloads[wkey] = load_workload(name, cfg.seed, cfg.settings.philly or None, trace)
             except InputError as e:  # the workload file's own place, and the grid point
                 if not point:
                     raise

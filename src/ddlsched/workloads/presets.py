@@ -10,42 +10,34 @@ from ..core.timing import check_job_times
 from ..errors import InputError
 from ..paths import is_file, path_exists
 from .generators import WORKLOAD_PRESETS
-from .traces import TraceOptions, check_format, filter_with_options, read_with_options
+from .traces import (
+    TraceOptions,
+    check_format,
+    filter_with_options,
+    options_or_keywords,
+    read_with_options,
+)
 
 
 def load_workload(
     spec: str,
     seed: int = 0,
     philly: str | None = None,
-    *,
-    workload_format: str | None = None,
-    trace_start: float | None = None,
-    trace_end: float | None = None,
-    max_gpus: int | None = None,
-    sample: int | None = None,
-    load_scale: float | None = None,
-    gavel_throughputs: str | None = None,
-    gavel_gpu: str = "v100",
+    options: TraceOptions | None = None,
+    **keywords: object,
 ) -> list[JobSpec]:
     """Generate preset ``spec`` with ``seed``, or read ``spec`` as a workload or job-trace file
-    (format recognised from the file unless ``workload_format`` names it; see
+    (format recognised from the file unless ``options.workload_format`` names it; see
     ``workloads/traces.py``, :func:`~ddlsched.workloads.traces.filter_jobs` for the filters).
 
     ``philly``: a Philly job-summary trace (``timestamp,duration,num_gpus,gpu_time,cluster``)
     from which ``luo24``/``luo24-N`` sample jobs (the Pollux recipe); built-in stand-in
-    distributions when omitted. The filters also apply to a preset's jobs (ids kept);
-    ``sample`` draws with ``seed``. ``gavel_throughputs``/``gavel_gpu``: Gavel's throughputs
-    JSON and GPU type that give Gavel-trace jobs their durations."""
-    trace = TraceOptions(
-        workload_format=workload_format,
-        trace_start=trace_start,
-        trace_end=trace_end,
-        max_gpus=max_gpus,
-        sample=sample,
-        load_scale=load_scale,
-        gavel_throughputs=gavel_throughputs,
-        gavel_gpu=gavel_gpu,
-    )
+    distributions when omitted. ``options`` (:class:`TraceOptions`, default: none): the filters
+    also apply to a preset's jobs (ids kept); ``sample`` draws with ``seed``;
+    ``gavel_throughputs``/``gavel_gpu``: Gavel's throughputs JSON and GPU type that give
+    Gavel-trace jobs their durations. The options as separate keywords (``max_gpus=2``) still
+    work, deprecated, for one release."""
+    trace = options_or_keywords(options, keywords, "load_workload")
     check_seed(seed)
     if trace.workload_format is not None:
         check_format(trace.workload_format)

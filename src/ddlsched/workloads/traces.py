@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +70,36 @@ class TraceOptions:
             v is not None
             for v in (self.trace_start, self.trace_end, self.max_gpus, self.sample, self.load_scale)
         )
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, object]) -> TraceOptions:
+        """The options among ``values`` by config key (``max_gpus``; a run config, argparse's
+        ``vars(args)``); other keys are ignored, None means not given (the default)."""
+        return cls(**{k: values[k] for k in TRACE_OPTION_KEYS if values.get(k) is not None})  # type: ignore[arg-type]
+
+
+#: the options' names: the config keys, and (``_`` → ``-``) the ``ddlsched run`` options
+TRACE_OPTION_KEYS: tuple[str, ...] = tuple(f.name for f in fields(TraceOptions))
+
+
+def options_or_keywords(
+    options: TraceOptions | None, keywords: Mapping[str, object], where: str
+) -> TraceOptions:
+    """``options``, or (deprecated, kept for one release) the same options given as separate
+    keywords ``max_gpus=…`` to ``where`` (``load_workload``, ``simulate_named``)."""
+    unknown = [k for k in keywords if k not in TRACE_OPTION_KEYS]
+    if unknown:
+        raise TypeError(f"{where}() got an unexpected keyword argument {unknown[0]!r}")
+    if not keywords:
+        return options if options is not None else TraceOptions()
+    if options is not None:
+        raise TypeError(f"{where}(): give the TraceOptions or separate keywords, not both")
+    warnings.warn(
+        f"{where}(…, {next(iter(keywords))}=…) is deprecated: pass TraceOptions(...) instead",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return TraceOptions.from_values(keywords)
 
 
 def detect_format(path: str | Path) -> str:
@@ -323,6 +354,7 @@ def write_trace(jobs: Sequence[JobSpec], path: str | Path) -> None:
 
 __all__ = [
     "TRACE_FORMATS",
+    "TRACE_OPTION_KEYS",
     "TraceOptions",
     "check_format",
     "check_simulable",
