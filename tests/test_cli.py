@@ -406,3 +406,21 @@ def test_ctrl_c_exits_cleanly_and_leaves_no_results(tmp_path: Path, command: str
     assert "Traceback" not in err
     assert err.strip() == "ddlsched: interrupted"
     assert not (out / "summary.json").exists() and not (out / "table.csv").exists()
+
+
+def test_a_closed_stdout_is_no_traceback() -> None:
+    # `ddlsched list | head`: the reader closes the pipe before ddlsched has written
+    p = subprocess.Popen(
+        [sys.executable, "-m", "ddlsched.cli", "list"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        p.stdout.close()  # before the child has imported ddlsched and written anything
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()
+    assert p.returncode == 141

@@ -469,6 +469,8 @@ class Terminated(KeyboardInterrupt):
 
 #: exit statuses: input/output errors, Ctrl-C (SIGINT), SIGTERM
 EXIT_INPUT, EXIT_SIGINT, EXIT_SIGTERM = 2, 130, 143
+#: the reader of stdout went away (SIGPIPE's conventional status, 128 + 13)
+EXIT_PIPE = 141
 
 
 #: the signal that stopped this command (libraries such as Ray may re-raise a plain
@@ -508,6 +510,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"ddlsched: error: {e}", file=sys.stderr)
         return EXIT_INPUT
+    except BrokenPipeError:  # the reader went away (`ddlsched list | head`): stop quietly
+        try:  # later writes (and the flush at exit) go nowhere instead of raising again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return EXIT_PIPE
     except KeyboardInterrupt as e:
         if isinstance(e, Terminated) or _received[:1] == [signal.SIGTERM]:
             print("ddlsched: terminated", file=sys.stderr)
