@@ -23,7 +23,8 @@ from .placement import consolidated
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.profileexec import ProfileExecutor
-    from ..core.simulator import JobTimes, Simulator
+    from ..core.protocols import JobTimes
+    from ..core.simulator import Simulator
     from ..core.state import JobState
     from ..perf.profiles import BatchConfig
     from .ordering import Ordering
