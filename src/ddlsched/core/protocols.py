@@ -9,9 +9,11 @@ base class to inherit). ``ddlsched.policy`` re-exports these names for policy au
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..perf.profiles import Application, BatchConfig
     from .simulator import Simulator
     from .state import JobState
 
@@ -118,9 +120,11 @@ class Ticks(Protocol):
     def tick(self, now: float) -> None: ...
 
 
+@runtime_checkable
 class JobTimes(Protocol):
     """What the exclusive policies (FIFO, SJF; policies/luo.py) ask the executor, whatever the
-    job kind: ``ProfileExecutor`` (application profiles) and ``DurationExecutor`` (traces)."""
+    job kind: ``ProfileExecutor`` (application profiles) and ``DurationExecutor`` (traces).
+    A policy gets it with ``sim.estimates(JobTimes)``."""
 
     def remaining_alone(self, job: JobState) -> float:
         """Seconds ``job`` still needs alone on a consolidated placement (SJF's length L_k)."""
@@ -129,3 +133,97 @@ class JobTimes(Protocol):
     def gpu_busy(self, gpu: int) -> float:
         """Accumulated held time of ``gpu`` so far (FIFO's least-busy placement)."""
         ...
+
+
+@runtime_checkable
+class ProfileEstimates(JobTimes, Protocol):
+    """The profile executor's estimates for application-profile jobs (Luo's sharing policies,
+    Pollux), through ``sim.estimates(ProfileEstimates)``: nothing here changes the run except
+    ``rebatch``, which asks the job's agent for its batch now."""
+
+    def application(self, job: JobState) -> Application:
+        """The application (measured profile) ``job`` runs."""
+        ...
+
+    def epoch(self, job: JobState) -> int:
+        """Epochs ``job`` has completed."""
+        ...
+
+    def config(
+        self,
+        job: JobState,
+        limit: int | None = None,
+        replicas: int | None = None,
+        batch: int | None = None,
+    ) -> BatchConfig:
+        """The batch configuration ``job`` would run on ``replicas`` GPUs with total ``batch``
+        and micro-batches of at most ``limit`` samples (defaults: what it asked for)."""
+        ...
+
+    def memory_share(self, job: JobState) -> float:
+        """Fraction of a GPU's memory one worker of running ``job`` uses."""
+        ...
+
+    def ratio(self, app: str, other: str) -> float:
+        """ξ: the slowdown of a job of ``app`` sharing a GPU with a job of ``other``."""
+        ...
+
+    def remaining_consolidated(self, job: JobState, cfg: BatchConfig | None = None) -> float:
+        """Seconds ``job`` still needs alone on its most consolidated placement with ``cfg``
+        (default: the requested batch)."""
+        ...
+
+    def remaining_as_running(self, job: JobState) -> float:
+        """Seconds running ``job`` still needs alone on its placement and configuration."""
+        ...
+
+    def rebatch(self, job: JobState) -> None:
+        """Re-tune running ``job``'s batch now through its agent (an elastic policy's round)."""
+        ...
+
+
+# ---------------------------------------------------------------- what a policy tells the engine
+@dataclass(frozen=True)
+class JobConfig:
+    """How a job runs once started, given with ``sim.start(job, gpus, config)`` or
+    ``sim.resize(job, gpus, config)`` (application-profile jobs): its total ``batch_size``
+    (default: what it asked for) and the largest micro-batch per replica, ``micro_limit``
+    (gradient accumulation keeps the total batch; default: no limit)."""
+
+    batch_size: int | None = None
+    micro_limit: int | None = None
+
+
+@runtime_checkable
+class Configurable(Protocol):
+    """An executor whose jobs take a ``JobConfig`` at their next start."""
+
+    def configure(self, job: JobState, config: JobConfig) -> None: ...
+
+
+class ProfileRun(Protocol):
+    """What a job agent sees of a running application-profile job."""
+
+    job: JobState
+    app: Application
+    cfg: BatchConfig | None
+    placement: tuple[int, ...]
+    epoch: int
+
+
+@runtime_checkable
+class JobAgent(Protocol):
+    """A policy that is also the job-side agent of its jobs (Pollux's PolluxAgent): the
+    executor tells it each configuration a job is about to run and asks it for the job's batch
+    between epochs. The engine registers such a policy with an executor that ``HostsAgents``."""
+
+    def observe(self, run: ProfileRun) -> None: ...
+
+    def rebatch(self, run: ProfileRun) -> int | None: ...
+
+
+@runtime_checkable
+class HostsAgents(Protocol):
+    """An executor that calls a ``JobAgent`` while jobs run."""
+
+    def register_agent(self, agent: JobAgent) -> None: ...

@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 import numpy as np
 
@@ -22,7 +22,11 @@ from .cluster import Cluster
 from .freegpus import FreeGpus
 from .job import JobSpec
 from .protocols import (
+    Configurable,
     Elastic,
+    HostsAgents,
+    JobAgent,
+    JobConfig,
     JobTimes,
     Periodic,
     RanksGpus,
@@ -43,6 +47,9 @@ __all__ = ["TIME_DIGITS", "Executor", "JobTimes", "Simulator", "quantize"]
 #: Event times live on a 1 ns grid: sums of task durations and their products (shortcuts) then
 #: land on the very same float, so coincident events stay coincident.
 TIME_DIGITS = 9
+
+
+_E = TypeVar("_E")
 
 
 def quantize(t: float) -> float:
@@ -136,6 +143,8 @@ class Simulator:
             policy.attach(self)
         except (Exception, SystemExit) as e:
             self._policy_failed("attach", e)
+        if isinstance(policy, JobAgent) and isinstance(executor, HostsAgents):
+            executor.register_agent(policy)  # the policy is its jobs' agent (Pollux)
 
     def _policy_failed(self, hook: str, exc: BaseException) -> NoReturn:
         """Re-raise ``exc``, raised by the policy's ``hook``: a user policy's as a one-line error
@@ -184,6 +193,18 @@ class Simulator:
             self._loads_key = key
         return self._loads
 
+    def estimates(self, interface: type[_E]) -> _E:
+        """The executor's estimates through the declared ``interface`` (``JobTimes``,
+        ``ProfileEstimates`` of ``core.protocols``); ``TypeError`` if this run's jobs have
+        none (e.g. a policy for application-profile jobs on jobs with a model profile)."""
+        executor = self.executor
+        if not isinstance(executor, interface):
+            raise TypeError(
+                f"this run's executor ({type(executor).__name__}) offers no "
+                f"{interface.__name__}: the policy does not run on these jobs"
+            )
+        return executor
+
     # ------------------------------------------------------------------ actions for policies
     def _check_start(self, job: JobState, gpus: tuple[int, ...], resize: bool) -> None:
         """Raise ``ScheduleError`` naming the job and the rule if ``job`` may not start on
@@ -223,12 +244,28 @@ class Simulator:
                     f"{self.mem_free[g]:g} MB are free"
                 )
 
-    def start(self, job: JobState, gpus: Sequence[int], *, resize: bool = False) -> None:
-        """Place ``job`` on ``gpus`` (distinct, each must fit) and start it. ``resize`` lets an
+    def start(
+        self,
+        job: JobState,
+        gpus: Sequence[int],
+        config: JobConfig | None = None,
+        *,
+        resize: bool = False,
+    ) -> None:
+        """Place ``job`` on ``gpus`` (distinct, each must fit) and start it, with ``config``
+        (batch, micro-batch limit; application-profile jobs) if given. ``resize`` lets an
         elastic policy (Pollux) give the job another number of GPUs than it requested. A
         schedule the engine rejects raises ``ScheduleError`` (nothing is changed)."""
         gpus = tuple(gpus)
         self._check_start(job, gpus, resize)
+        configure = None
+        if config is not None:
+            executor = self.executor
+            if not isinstance(executor, Configurable):
+                raise ScheduleError(
+                    f"job {job.job_id} cannot start with {config}: these jobs take no configuration"
+                )
+            configure = executor.configure
         try:
             self.queue.remove(job)
         except ValueError:
@@ -251,7 +288,16 @@ class Simulator:
         job.segments.append(Segment(job.job_id, self.now, float("nan"), gpus))
         self.running[job.job_id] = job
         self._epoch += 1
+        if configure is not None and config is not None:
+            configure(job, config)
         self.executor.start(job, delay)
+
+    def resize(self, job: JobState, gpus: Sequence[int], config: JobConfig | None = None) -> None:
+        """Start ``job`` on ``gpus``, as many as the policy chooses (an elastic policy), with
+        ``config``; a running job is first preempted (it keeps its progress)."""
+        if isinstance(job, JobState) and self.running.get(job.job_id) is job:
+            self.preempt(job)
+        self.start(job, gpus, config, resize=True)
 
     def preempt(self, job: JobState) -> None:
         """Stop a running job, keep its progress, put it back in the queue (``ScheduleError``
