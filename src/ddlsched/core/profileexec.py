@@ -21,7 +21,7 @@ Two semantics (``--set semantics=``):
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..perf.profiles import Application, BatchConfig
@@ -118,17 +118,6 @@ def placement_tuple(gpus: tuple[int, ...], gpu_server: tuple[int, ...]) -> tuple
     return tuple(out)
 
 
-class Agent(Protocol):
-    """The job-side agent of an elastic policy (Pollux's PolluxAgent), called by the executor
-    while a job runs, between the policy's rounds."""
-
-    def observe(self, run: _Run) -> None:
-        """``run`` is about to run its current configuration (placement, ``cfg``, epoch)."""
-
-    def rebatch(self, run: _Run) -> int | None:
-        """The total batch ``run`` should use from now on, or None to keep its own."""
-
-
 class ProfileExecutor:
     """Executor for application-profile jobs; ``semantics`` = ``events`` or ``rounds``."""
 
@@ -160,7 +149,7 @@ class ProfileExecutor:
         #: total batch chosen by an elastic policy (Pollux) for a job's next start, by job id
         self.batch_override: dict[int, int] = {}
         #: an elastic policy's job agent (observations and batch re-tuning between epochs)
-        self.agent: Agent | JobAgent | None = None
+        self.agent: JobAgent | None = None
 
     # ------------------------------------------------------------------ Executor protocol
     def attach(self, sim: Simulator) -> None:

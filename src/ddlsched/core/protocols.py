@@ -42,11 +42,17 @@ class SchedulingPolicy(Protocol):
       ``summary.json``;
     - ``SummaryExtras`` (``summary_extras(sim) -> dict``) — extra keys for ``summary.json``.
 
+    - ``JobAgent`` (``observe(run)``, ``rebatch(run)``) — the policy is also its jobs' agent
+      (application-profile jobs): the engine registers it with the executor.
+
     What a policy may use of ``sim`` (stable): ``now``, ``cluster``, ``jobs``, ``queue``
     (waiting ``JobState``s), ``running`` (job id → ``JobState``), ``residents`` (GPU → jobs on
-    it), ``rng`` (the run's seeded generator: the only randomness allowed), ``fits(job, gpu)``,
-    ``gpu_loads()`` (Wang's remaining workload per GPU), ``start(job, gpus)``, ``preempt(job)``,
-    ``request_schedule()``. Of a ``JobState``: ``job_id``, ``spec`` (the ``JobSpec``),
+    it), ``idle`` (GPUs without a job), ``rng`` (the run's seeded generator: the only
+    randomness allowed), ``fits(job, gpu)``, ``gpu_loads()`` (Wang's remaining workload per
+    GPU), ``estimates(JobTimes)`` / ``estimates(ProfileEstimates)`` (the executor's estimates:
+    remaining time alone, per GPU busy time, configurations; application-profile and trace
+    jobs); and to act: ``start(job, gpus, config=None)`` (``config``: a ``JobConfig``),
+    ``resize(job, gpus, config=None)`` (elastic), ``preempt(job)``, ``request_schedule()``. Of a ``JobState``: ``job_id``, ``spec`` (the ``JobSpec``),
     ``num_gpus``, ``arrival``, ``status``, ``gpus``, ``servers``, ``start``, ``preemptions``,
     ``iterations_left`` and ``service_left`` (model-profile jobs). ``sim.executor`` is internal.
     """
@@ -217,9 +223,13 @@ class JobAgent(Protocol):
     executor tells it each configuration a job is about to run and asks it for the job's batch
     between epochs. The engine registers such a policy with an executor that ``HostsAgents``."""
 
-    def observe(self, run: ProfileRun) -> None: ...
+    def observe(self, run: ProfileRun) -> None:
+        """``run`` is about to run its current configuration (placement, ``cfg``, epoch)."""
+        ...
 
-    def rebatch(self, run: ProfileRun) -> int | None: ...
+    def rebatch(self, run: ProfileRun) -> int | None:
+        """The total batch ``run`` should use from now on, or None to keep its own."""
+        ...
 
 
 @runtime_checkable
