@@ -44,6 +44,9 @@ def test_builtin_policies_declare_their_capabilities() -> None:
     assert isinstance(pollux, Elastic) and pollux.elastic
     assert isinstance(sharing, SharesGpus) and sharing.jobs_per_gpu == 2
     assert not isinstance(composed, SharesGpus) and not isinstance(composed, Elastic)
+    # only composed policies (model jobs, iteration level) have a gate: no `gate = None` copies
+    for pol in (pollux, sharing, tiresias, Exclusive("fifo")):
+        assert not isinstance(pol, GatesAllReduce)
     assert isinstance(pollux, SummaryExtras) or not hasattr(pollux, "summary_extras")
 
 

@@ -32,7 +32,6 @@ if TYPE_CHECKING:  # pragma: no cover
 class _Base:
     name: str
     interval: float | None = None
-    gate = None
 
     def attach(self, sim: Simulator) -> None:
         self._sim = sim

@@ -45,7 +45,6 @@ class Pollux:
     restart_penalty: float = 30.0
     #: NCF's fixed total batch on one replica (artifact quirk); 0: NCF is elastic too
     ncf_batch: int = NCF_BATCH
-    gate = None
     #: resizes jobs (``sim.resize``); recorded as ``elastic`` in summary.json
     elastic = True
     #: a list to append every round's RoundProblem to (offline comparison of searches)
