@@ -108,7 +108,7 @@ class ScanExclusive(Exclusive):
         free = {g for g in range(sim.cluster.num_gpus) if not sim.residents[g]}
         for job in queue:
             if self.placement == "least-busy":
-                ranked = sorted(free, key=lambda g: (self.ex.gpu_busy(g), g))
+                ranked = sorted(free, key=lambda g: (self.times.gpu_busy(g), g))
                 gpus = ranked[: job.num_gpus] if len(ranked) >= job.num_gpus else None
             else:
                 gpus = consolidated(sim, free, job.num_gpus)

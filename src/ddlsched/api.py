@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from .core.cluster import Cluster
 from .core.job import JobSpec
 from .core.jobexec import JobExecutor, WangJobLevel
+from .core.protocols import GatesAllReduce, SchedulingPolicy, SharesGpus
 from .core.results import SimResult
 from .core.simulator import Simulator
 from .core.taskexec import TaskExecutor
@@ -47,7 +48,6 @@ from .settings_scope import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from .policies.plugins import PolicyOrigin
-    from .policy import SchedulingPolicy
     from .workloads.traces import TraceOptions
 
 
@@ -283,7 +283,7 @@ def build_simulator(
     elif settings.granularity == "iteration":
         executor = TaskExecutor(
             settings.contention,
-            getattr(pol, "gate", None),
+            pol.gate if isinstance(pol, GatesAllReduce) else None,
             settings.iterations_per_task,
             settings.shortcuts,
         )
@@ -350,7 +350,8 @@ def run_scope(
     if any(j.duration > 0 for j in jobs):
         return RunScope(DURATION, name)
     if any(j.application for j in jobs):
-        shares = builtin.shares_gpus if builtin else getattr(policy, "jobs_per_gpu", 1) > 1
+        per_gpu = policy.jobs_per_gpu if isinstance(policy, SharesGpus) else 1
+        shares = builtin.shares_gpus if builtin else per_gpu > 1
         return RunScope(PROFILE, name, shares_gpus=shares, rounds=settings.semantics == "rounds")
     if builtin is not None and builtin.places_jobs and MODEL_JOBS in builtin.kinds:
         return RunScope(PLANNER, name)
@@ -461,7 +462,7 @@ def _build_planned(
         return Simulator(
             cluster,
             jobs,
-            pol,  # type: ignore[arg-type]
+            pol,
             JobExecutor(RarRate(settings.rar, settings.time_slots)),
             seed=seed,
             max_jobs_per_gpu=1,
@@ -486,7 +487,7 @@ def _build_profiled(
     from .perf.profiles import load_applications
 
     pol = _make(name, PROFILE_JOBS, settings)
-    per_gpu = getattr(pol, "jobs_per_gpu", 1)  # sharing policies declare their degree
+    per_gpu = pol.jobs_per_gpu if isinstance(pol, SharesGpus) else 1  # declared sharing degree
     check_scope(settings, run_scope(jobs, name, None, settings))
     if settings.profiles:
         apps = load_applications(settings.profiles)
@@ -506,7 +507,7 @@ def _build_profiled(
             source="--set",
             field="profiles",
         )
-    if getattr(pol, "name", "") != "pollux":  # Pollux picks every batch itself
+    if pol.name != "pollux":  # Pollux picks every batch itself
         _check_batches(jobs, apps, where)
     elif settings.pollux_ncf_batch and any(j.application == "ncf" for j in jobs):
         problem = _batch_problem(apps["ncf"], 1, settings.pollux_ncf_batch, where)
@@ -519,7 +520,7 @@ def _build_profiled(
     return Simulator(
         cluster,
         jobs,
-        pol,  # type: ignore[arg-type]
+        pol,
         ProfileExecutor(
             apps,
             semantics=settings.semantics,
@@ -568,7 +569,7 @@ def _check_batches(jobs: Sequence[JobSpec], apps: Mapping[str, object], where: s
             )
 
 
-def _make(name: object, kind: str, settings: Settings) -> object:
+def _make(name: str | SchedulingPolicy, kind: str, settings: Settings) -> SchedulingPolicy:
     """The built-in policy ``name`` for jobs of ``kind``, built from the registry (a policy
     object passes through)."""
     if not isinstance(name, str):
@@ -605,7 +606,7 @@ def _build_duration(
     return Simulator(
         cluster,
         jobs,
-        pol,  # type: ignore[arg-type]
+        pol,
         DurationExecutor(),
         seed=seed,
         max_jobs_per_gpu=1,

@@ -21,10 +21,11 @@ Two semantics (``--set semantics=``):
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..perf.profiles import Application, BatchConfig
+    from .protocols import JobAgent, JobConfig
     from .simulator import Simulator
     from .state import JobState
 
@@ -117,17 +118,6 @@ def placement_tuple(gpus: tuple[int, ...], gpu_server: tuple[int, ...]) -> tuple
     return tuple(out)
 
 
-class Agent(Protocol):
-    """The job-side agent of an elastic policy (Pollux's PolluxAgent), called by the executor
-    while a job runs, between the policy's rounds."""
-
-    def observe(self, run: _Run) -> None:
-        """``run`` is about to run its current configuration (placement, ``cfg``, epoch)."""
-
-    def rebatch(self, run: _Run) -> int | None:
-        """The total batch ``run`` should use from now on, or None to keep its own."""
-
-
 class ProfileExecutor:
     """Executor for application-profile jobs; ``semantics`` = ``events`` or ``rounds``."""
 
@@ -159,7 +149,7 @@ class ProfileExecutor:
         #: total batch chosen by an elastic policy (Pollux) for a job's next start, by job id
         self.batch_override: dict[int, int] = {}
         #: an elastic policy's job agent (observations and batch re-tuning between epochs)
-        self.agent: Agent | None = None
+        self.agent: JobAgent | None = None
 
     # ------------------------------------------------------------------ Executor protocol
     def attach(self, sim: Simulator) -> None:
@@ -187,6 +177,41 @@ class ProfileExecutor:
             if j.spec.iterations > 0:  # a fixed iteration count instead of epochs
                 app = FixedIterations(app, j.spec.iterations)  # type: ignore[assignment]
             self.runs[j.job_id] = _Run(j, app)
+
+    # ------------------------------------------------------------------ what policies tell it
+    def configure(self, job: JobState, config: JobConfig) -> None:
+        """``job`` runs with ``config`` from its next start (``sim.start(job, gpus, config)``):
+        its total batch and micro-batch limit, used once."""
+        if config.micro_limit is not None:
+            self.micro_limit[job.job_id] = config.micro_limit
+        if config.batch_size is not None:
+            self.batch_override[job.job_id] = config.batch_size
+
+    def register_agent(self, agent: JobAgent) -> None:
+        """``agent`` observes every configuration a job runs and re-tunes its batch."""
+        self.agent = agent
+
+    # ------------------------------------------------------------------ estimates for policies
+    def application(self, job: JobState) -> Application:
+        """The application ``job`` runs (a fixed iteration count wraps it)."""
+        return self.runs[job.job_id].app
+
+    def epoch(self, job: JobState) -> int:
+        """Epochs ``job`` has completed."""
+        return self.runs[job.job_id].epoch
+
+    def remaining_consolidated(self, job: JobState, cfg: BatchConfig | None = None) -> float:
+        """``remaining_time`` on the most consolidated placement of the job's requested GPUs
+        with ``cfg`` (default: the requested batch)."""
+        per = self.sim.cluster.max_gpus_per_server
+        placement = compact_placement(job.num_gpus, per)
+        return self.remaining_time(job, placement, self.config(job) if cfg is None else cfg)
+
+    def remaining_as_running(self, job: JobState) -> float:
+        """``remaining_time`` of running ``job`` on its placement and configuration."""
+        r = self.runs[job.job_id]
+        assert r.cfg is not None
+        return self.remaining_time(job, r.placement, r.cfg)
 
     def busy_gpu_seconds(self) -> float:
         """GPU-seconds the GPUs held a job, a shared GPU counted once (docs/models.md)."""
@@ -347,8 +372,7 @@ class ProfileExecutor:
 
     def remaining_alone(self, job: JobState) -> float:
         """L_k: ``remaining_time`` on the most consolidated placement at the requested batch."""
-        per = self.sim.cluster.max_gpus_per_server
-        return self.remaining_time(job, compact_placement(job.num_gpus, per), self.config(job))
+        return self.remaining_consolidated(job)
 
     def refresh(self, job: JobState) -> None:
         """Service left for policies: epochs still to run (a progress measure, not seconds)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 import numpy as np
 
@@ -21,17 +21,35 @@ from ..errors import InputError, PolicyError, ScheduleError
 from .cluster import Cluster
 from .freegpus import FreeGpus
 from .job import JobSpec
+from .protocols import (
+    Configurable,
+    Elastic,
+    HostsAgents,
+    JobAgent,
+    JobConfig,
+    JobTimes,
+    Periodic,
+    RanksGpus,
+    RoundHook,
+    SchedulingPolicy,
+    SummaryExtras,
+    Ticks,
+)
 from .results import SimResult, build_result
 from .state import DONE, QUEUED, RUNNING, JobState, Segment
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..policies.base import Policy
     from ..policies.plugins import PolicyOrigin
+
+__all__ = ["TIME_DIGITS", "Executor", "JobTimes", "Simulator", "quantize"]
 
 
 #: Event times live on a 1 ns grid: sums of task durations and their products (shortcuts) then
 #: land on the very same float, so coincident events stay coincident.
 TIME_DIGITS = 9
+
+
+_E = TypeVar("_E")
 
 
 def quantize(t: float) -> float:
@@ -57,19 +75,6 @@ class Executor(Protocol):
     def busy_gpu_seconds(self) -> float: ...
 
 
-class JobTimes(Protocol):
-    """What the exclusive policies (FIFO, SJF; policies/luo.py) ask the executor, whatever the
-    job kind: ``ProfileExecutor`` (application profiles) and ``DurationExecutor`` (traces)."""
-
-    def remaining_alone(self, job: JobState) -> float:
-        """Seconds ``job`` still needs alone on a consolidated placement (SJF's length L_k)."""
-        ...
-
-    def gpu_busy(self, gpu: int) -> float:
-        """Accumulated held time of ``gpu`` so far (FIFO's least-busy placement)."""
-        ...
-
-
 class Simulator:
     """Runs ``jobs`` on ``cluster`` under ``policy`` with ``executor``; deterministic per seed."""
 
@@ -77,7 +82,7 @@ class Simulator:
         self,
         cluster: Cluster,
         jobs: Sequence[JobSpec],
-        policy: Policy,
+        policy: SchedulingPolicy,
         executor: Executor,
         *,
         seed: int = 0,
@@ -126,7 +131,9 @@ class Simulator:
         #: jobs of ``jobs`` that have arrived so far (arrivals happen in ``jobs`` order)
         self.arrived = 0
         #: the idle GPUs (no resident), ranked by the executor's ``gpu_busy`` where it has one
-        self.idle = FreeGpus(cluster, getattr(executor, "gpu_busy", None))
+        self.idle = FreeGpus(
+            cluster, executor.gpu_busy if isinstance(executor, RanksGpus) else None
+        )
         self._epoch = 0  # bumped whenever a job starts or leaves GPUs
         self._loads: list[float] = []
         self._loads_key: tuple[float, int] | None = None
@@ -136,13 +143,14 @@ class Simulator:
             policy.attach(self)
         except (Exception, SystemExit) as e:
             self._policy_failed("attach", e)
+        if isinstance(policy, JobAgent) and isinstance(executor, HostsAgents):
+            executor.register_agent(policy)  # the policy is its jobs' agent (Pollux)
 
     def _policy_failed(self, hook: str, exc: BaseException) -> NoReturn:
         """Re-raise ``exc``, raised by the policy's ``hook``: a user policy's as a one-line error
         naming it; a schedule a built-in policy made that the engine rejects as a bug."""
         if isinstance(exc, ScheduleError) and self.builtin_policy:
-            name = getattr(self.policy, "name", type(self.policy).__name__)
-            raise RuntimeError(f"built-in policy {name}: {exc}") from exc
+            raise RuntimeError(f"built-in policy {self.policy.name}: {exc}") from exc
         if self.policy_origin is not None and (
             isinstance(exc, ScheduleError) or not isinstance(exc, InputError)
         ):
@@ -185,6 +193,18 @@ class Simulator:
             self._loads_key = key
         return self._loads
 
+    def estimates(self, interface: type[_E]) -> _E:
+        """The executor's estimates through the declared ``interface`` (``JobTimes``,
+        ``ProfileEstimates`` of ``core.protocols``); ``TypeError`` if this run's jobs have
+        none (e.g. a policy for application-profile jobs on jobs with a model profile)."""
+        executor = self.executor
+        if not isinstance(executor, interface):
+            raise TypeError(
+                f"this run's executor ({type(executor).__name__}) offers no "
+                f"{interface.__name__}: the policy does not run on these jobs"
+            )
+        return executor
+
     # ------------------------------------------------------------------ actions for policies
     def _check_start(self, job: JobState, gpus: tuple[int, ...], resize: bool) -> None:
         """Raise ``ScheduleError`` naming the job and the rule if ``job`` may not start on
@@ -224,12 +244,28 @@ class Simulator:
                     f"{self.mem_free[g]:g} MB are free"
                 )
 
-    def start(self, job: JobState, gpus: Sequence[int], *, resize: bool = False) -> None:
-        """Place ``job`` on ``gpus`` (distinct, each must fit) and start it. ``resize`` lets an
+    def start(
+        self,
+        job: JobState,
+        gpus: Sequence[int],
+        config: JobConfig | None = None,
+        *,
+        resize: bool = False,
+    ) -> None:
+        """Place ``job`` on ``gpus`` (distinct, each must fit) and start it, with ``config``
+        (batch, micro-batch limit; application-profile jobs) if given. ``resize`` lets an
         elastic policy (Pollux) give the job another number of GPUs than it requested. A
         schedule the engine rejects raises ``ScheduleError`` (nothing is changed)."""
         gpus = tuple(gpus)
         self._check_start(job, gpus, resize)
+        configure = None
+        if config is not None:
+            executor = self.executor
+            if not isinstance(executor, Configurable):
+                raise ScheduleError(
+                    f"job {job.job_id} cannot start with {config}: these jobs take no configuration"
+                )
+            configure = executor.configure
         try:
             self.queue.remove(job)
         except ValueError:
@@ -252,7 +288,16 @@ class Simulator:
         job.segments.append(Segment(job.job_id, self.now, float("nan"), gpus))
         self.running[job.job_id] = job
         self._epoch += 1
+        if configure is not None and config is not None:
+            configure(job, config)
         self.executor.start(job, delay)
+
+    def resize(self, job: JobState, gpus: Sequence[int], config: JobConfig | None = None) -> None:
+        """Start ``job`` on ``gpus``, as many as the policy chooses (an elastic policy), with
+        ``config``; a running job is first preempted (it keeps its progress)."""
+        if isinstance(job, JobState) and self.running.get(job.job_id) is job:
+            self.preempt(job)
+        self.start(job, gpus, config, resize=True)
 
     def preempt(self, job: JobState) -> None:
         """Stop a running job, keep its progress, put it back in the queue (``ScheduleError``
@@ -310,10 +355,18 @@ class Simulator:
         """A policy round; with ``tick`` (``rounds`` semantics) the executor first advances
         every running job one step."""
         if tick:
-            self.executor.tick(self.now)  # type: ignore[attr-defined]
+            executor = self.executor
+            if not isinstance(executor, Ticks):
+                raise TypeError(f"rounds semantics needs an executor with tick(), not {executor!r}")
+            executor.tick(self.now)
         if self.finished < len(self.jobs):
+            policy = self.policy
             try:
-                self.policy.on_round(self)
+                if not isinstance(policy, RoundHook):
+                    raise AttributeError(
+                        f"{type(policy).__name__!r} object has no attribute 'on_round'"
+                    )
+                policy.on_round(self)
             except (Exception, SystemExit) as e:
                 self._policy_failed("on_round", e)
             self._dirty = True
@@ -356,7 +409,7 @@ class Simulator:
             # rounds: a job submitted at s is first seen at max(I, ⌈s/I⌉·I)
             t = max(step, math.ceil(job.arrival / step - 1e-9) * step) if rounds else job.arrival
             self.at(t, self._arrive, job)
-        interval = getattr(self.policy, "interval", None)
+        interval = self.policy.interval if isinstance(self.policy, Periodic) else None
         if interval and not (
             isinstance(interval, (int, float, np.integer, np.floating))
             and not isinstance(interval, bool)
@@ -398,13 +451,13 @@ class Simulator:
         # what the run allowed, for `ddlsched check`: jobs per GPU (0 = memory only) and
         # whether jobs may run on another GPU count than they asked for
         res.summary["max_jobs_per_gpu"] = int(self.max_jobs_per_gpu or 0)
-        res.summary["elastic"] = bool(getattr(self.policy, "elastic", False) or self._resized)
+        elastic = isinstance(self.policy, Elastic) and self.policy.elastic
+        res.summary["elastic"] = bool(elastic or self._resized)
         if rounds:
             res.summary["held_after_finish_gpu_seconds"] = self.held_after_finish
-        extras = getattr(self.policy, "summary_extras", None)
-        if extras is not None:
+        if isinstance(self.policy, SummaryExtras):
             try:
-                res.summary.update(extras(self))
+                res.summary.update(self.policy.summary_extras(self))
             except (Exception, SystemExit) as e:
                 self._policy_failed("summary_extras", e)
         return res

@@ -23,7 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
 class PlanPolicy:
     """A policy that executes the plan of ``planner`` (see module doc)."""
 
-    gate = None
     interval = None
 
     def __init__(self, planner, model: RarModel) -> None:

@@ -18,12 +18,11 @@ import heapq
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..core.profileexec import compact_placement
+from ..core.protocols import JobConfig, JobTimes, ProfileEstimates
 from .placement import consolidated
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..core.profileexec import ProfileExecutor
-    from ..core.simulator import JobTimes, Simulator
+    from ..core.simulator import Simulator
     from ..core.state import JobState
     from ..perf.profiles import BatchConfig
     from .ordering import Ordering
@@ -33,12 +32,26 @@ if TYPE_CHECKING:  # pragma: no cover
 class _Base:
     name: str
     interval: float | None = None
-    gate = None
 
     def attach(self, sim: Simulator) -> None:
-        self.ex: ProfileExecutor = sim.executor  # type: ignore[assignment]
-        self.times: JobTimes = sim.executor  # type: ignore[assignment]
+        self._sim = sim
+        self._times: JobTimes | None = None
+        self._profiles: ProfileEstimates | None = None
         self._limit_memo: dict[int, list[int]] = {}
+
+    @property
+    def times(self) -> JobTimes:
+        """The executor's job times (asked of the engine on first use)."""
+        if self._times is None:
+            self._times = self._sim.estimates(JobTimes)
+        return self._times
+
+    @property
+    def ex(self) -> ProfileEstimates:
+        """The profile executor's estimates (asked of the engine on first use)."""
+        if self._profiles is None:
+            self._profiles = self._sim.estimates(ProfileEstimates)
+        return self._profiles
 
     def on_round(self, sim: Simulator) -> None:
         pass
@@ -150,9 +163,7 @@ class Sharing(_Base):
             )
             if choice is not None:
                 gpus, limit = choice
-                if limit is not None:
-                    self.ex.micro_limit[job.job_id] = limit
-                sim.start(job, gpus)
+                sim.start(job, gpus, None if limit is None else JobConfig(micro_limit=limit))
 
     # ------------------------------------------------------------------ helpers
     def _limits(self, job: JobState) -> list[int]:
@@ -162,7 +173,7 @@ class Sharing(_Base):
         hit = self._limit_memo.get(job.job_id)
         if hit is not None:
             return hit
-        app = self.ex.runs[job.job_id].app
+        app = self.ex.application(job)
         b = self.ex.config(job).a
         out = []
         while b >= 1:
@@ -175,7 +186,7 @@ class Sharing(_Base):
         return out
 
     def _fits(self, job: JobState, cfg: BatchConfig, host: JobState) -> bool:
-        app = self.ex.runs[job.job_id].app
+        app = self.ex.application(job)
         return cfg.a / app.max_local + self.ex.memory_share(host) <= 1.0 + 1e-9
 
     def _share_ffs(self, sim, job, free, single):
@@ -197,11 +208,10 @@ class Sharing(_Base):
         for g in single:
             h = sim.residents[g][0]
             hosts.setdefault(h.job_id, h)
-        per = sim.cluster.max_gpus_per_server
         candidates = []
         for hid in sorted(hosts):
             host = hosts[hid]
-            sf, limit, t = self._best_pair(sim, job, host, per)
+            sf, limit, t = self._best_pair(job, host)
             if sf:
                 candidates.append((t, hid, limit))
         candidates.sort()
@@ -222,21 +232,18 @@ class Sharing(_Base):
             gpus += extra
         return gpus, limit_all
 
-    def _best_pair(self, sim, job, host, per):
+    def _best_pair(self, job, host):
         """Alg. 2: for micro-batches from the requested one down by halves, Theorem 1's best
         of sequential vs fully overlapped execution; the best pair JCT and its sharing flag."""
         xi_a = self.ex.ratio(job.spec.application, host.spec.application)
         xi_b = self.ex.ratio(host.spec.application, job.spec.application)
-        host_run = self.ex.runs[host.job_id]
-        assert host_run.cfg is not None
-        L_b = self.ex.remaining_time(host, host_run.placement, host_run.cfg)
+        L_b = self.ex.remaining_as_running(host)
         best = (False, None, float("inf"))
-        placement = compact_placement(job.num_gpus, per)
         for limit in self._limits(job):
             cfg = self.ex.config(job, limit)
             if not self._fits(job, cfg, host):
                 continue
-            L_a = self.ex.remaining_time(job, placement, cfg)
+            L_a = self.ex.remaining_consolidated(job, cfg)
             sf, t = theorem1(L_a, L_b, xi_a, xi_b)
             if t <= best[2]:
                 best = (sf, limit, t)

@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..core.protocols import JobConfig, ProfileEstimates
 from ..perf.goodput import JobGoodput, max_replicas
 from .pollux_search import RoundProblem, search
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..core.profileexec import ProfileExecutor
+    from ..core.protocols import ProfileRun
     from ..core.simulator import Simulator
     from ..core.state import JobState
 
@@ -44,8 +45,7 @@ class Pollux:
     restart_penalty: float = 30.0
     #: NCF's fixed total batch on one replica (artifact quirk); 0: NCF is elastic too
     ncf_batch: int = NCF_BATCH
-    gate = None
-    #: resizes jobs (``sim.start(..., resize=True)``); recorded as ``elastic`` in summary.json
+    #: resizes jobs (``sim.resize``); recorded as ``elastic`` in summary.json
     elastic = True
     #: a list to append every round's RoundProblem to (offline comparison of searches)
     record: list[RoundProblem] | None = None
@@ -53,8 +53,9 @@ class Pollux:
     _restarts: dict[int, int] = field(default_factory=dict, init=False, repr=False)
 
     def attach(self, sim: Simulator) -> None:
-        self.ex: ProfileExecutor = sim.executor  # type: ignore[assignment]
-        self.ex.agent = self
+        # the engine registers this policy as its jobs' agent (``observe``/``rebatch``:
+        # core.protocols.JobAgent) with the profile executor
+        self.ex = sim.estimates(ProfileEstimates)
         self._attained: dict[int, float] = {}
         self._last_round = 0.0
 
@@ -82,14 +83,15 @@ class Pollux:
     def _model(self, job: JobState) -> JobGoodput:
         m = self._models.get(job.job_id)
         if m is None:
-            m = self._models[job.job_id] = JobGoodput(self.ex.runs[job.job_id].app)
+            m = self._models[job.job_id] = JobGoodput(self.ex.application(job))
         return m
 
     # ------------------------------------------------------------------ the job agent
-    def observe(self, run) -> None:
+    def observe(self, run: ProfileRun) -> None:
         """The agent's measurement of the configuration ``run`` runs now (sim:128-130):
         its step and sync time, and the gradient statistics at its batch and epoch."""
         app, cfg = run.app, run.cfg
+        assert cfg is not None
         step, sync = app.step_time(run.placement, cfg.a)
         try:
             grad = app.grad_stats(run.epoch, cfg.M)
@@ -103,7 +105,7 @@ class Pollux:
         """NCF under the artifact's quirk: one replica, batch ``ncf_batch``."""
         return bool(self.ncf_batch) and job.spec.application == "ncf"
 
-    def rebatch(self, run) -> int:
+    def rebatch(self, run: ProfileRun) -> int:
         """The batch the job's model finds best on its current allocation (sim:156, 162)."""
         if self._pinned(run.job):
             return self.ncf_batch
@@ -114,7 +116,7 @@ class Pollux:
         capped at the cluster's GPUs."""
         if self._pinned(job):
             return 1
-        app = self.ex.runs[job.job_id].app
+        app = self.ex.application(job)
         return min(max_replicas(app, self._model(job).max_profiled_replicas), total)
 
     def problem(self, sim: Simulator, jobs: list[JobState]) -> RoundProblem:
@@ -130,7 +132,7 @@ class Pollux:
         current = np.zeros((len(jobs), n), dtype=np.int64)
         restart = np.ones(len(jobs))
         for i, (j, limit) in enumerate(zip(jobs, limits, strict=True)):
-            m, epoch = self._model(j), self.ex.runs[j.job_id].epoch
+            m, epoch = self._model(j), self.ex.epoch(j)
             for r in range(1, min(per, limit) + 1):
                 single[i, r] = m.speedup(1, r, epoch, fair)
             for r in range(2, limit + 1):
@@ -193,6 +195,5 @@ class Pollux:
                 batch = self.ncf_batch
             else:
                 nodes = int(np.count_nonzero(alloc[i]))
-                batch, _ = self._model(j).optimize(nodes, r, self.ex.runs[j.job_id].epoch)
-            self.ex.batch_override[j.job_id] = int(batch)
-            sim.start(j, gpus, resize=True)
+                batch, _ = self._model(j).optimize(nodes, r, self.ex.epoch(j))
+            sim.resize(j, gpus, JobConfig(batch_size=int(batch)))

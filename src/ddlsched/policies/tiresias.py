@@ -43,7 +43,6 @@ class Tiresias:
     name: str = "tiresias"
     thresholds: tuple[float, ...] = (ARTIFACT_THRESHOLD,)
     interval: float | None = 60.0
-    gate = None
     #: queue levels, each an insertion-ordered set of job ids
     _queues: list[dict[int, None]] = field(default_factory=list, init=False, repr=False)
     _queue_of: dict[int, int] = field(default_factory=dict, init=False, repr=False)

@@ -1,0 +1,239 @@
+"""The policy ↔ engine contract: what the engine calls on a policy and the optional
+capabilities a policy or an executor declares.
+
+Every optional feature is a small protocol here: the engine tests it with ``isinstance``
+(``runtime_checkable``) instead of probing attributes with ``getattr``. A policy needs only
+``SchedulingPolicy``; it gains a feature by having the members of a capability protocol (no
+base class to inherit). ``ddlsched.policy`` re-exports these names for policy authors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..perf.profiles import Application, BatchConfig
+    from .simulator import Simulator
+    from .state import JobState
+
+
+@runtime_checkable
+class SchedulingPolicy(Protocol):
+    """What the engine calls on a policy.
+
+    Required: ``name``; ``attach(sim)`` once when the simulation is built; ``schedule(sim)`` at
+    the end of every instant where jobs arrived, finished or were preempted and the queue is
+    not empty — start jobs with ``sim.start(job, gpus)``.
+
+    Optional capabilities, each a protocol of ``ddlsched.policy`` the engine tests with
+    ``isinstance``:
+
+    - ``Periodic`` (``interval: float | None`` and ``on_round(sim)``) — if ``interval`` is set,
+      ``on_round(sim)`` runs every ``interval`` seconds from the first arrival; it may
+      ``sim.preempt(job)`` (job granularity and application-profile jobs; the iteration level
+      cannot preempt) and start jobs;
+    - ``GatesAllReduce`` (``gate: CommGate | None``) — all-reduce gate of the iteration-level
+      executor (jobs with a model profile, ``granularity=iteration``);
+    - ``SharesGpus`` (``jobs_per_gpu: int``) — GPU sharing degree for application-profile jobs
+      (default 1);
+    - ``Elastic`` (``elastic: bool``) — the policy starts jobs on another GPU count than they
+      asked for (``sim.start(job, gpus, resize=True)``, as Pollux does); recorded in
+      ``summary.json``;
+    - ``SummaryExtras`` (``summary_extras(sim) -> dict``) — extra keys for ``summary.json``.
+
+    - ``JobAgent`` (``observe(run)``, ``rebatch(run)``) — the policy is also its jobs' agent
+      (application-profile jobs): the engine registers it with the executor.
+
+    What a policy may use of ``sim`` (stable): ``now``, ``cluster``, ``jobs``, ``queue``
+    (waiting ``JobState``s), ``running`` (job id → ``JobState``), ``residents`` (GPU → jobs on
+    it), ``idle`` (GPUs without a job), ``rng`` (the run's seeded generator: the only
+    randomness allowed), ``fits(job, gpu)``, ``gpu_loads()`` (Wang's remaining workload per
+    GPU), ``estimates(JobTimes)`` / ``estimates(ProfileEstimates)`` (the executor's estimates:
+    remaining time alone, per GPU busy time, configurations; application-profile and trace
+    jobs); and to act: ``start(job, gpus, config=None)`` (``config``: a ``JobConfig``),
+    ``resize(job, gpus, config=None)`` (elastic), ``preempt(job)``, ``request_schedule()``. Of a ``JobState``: ``job_id``, ``spec`` (the ``JobSpec``),
+    ``num_gpus``, ``arrival``, ``status``, ``gpus``, ``servers``, ``start``, ``preemptions``,
+    ``iterations_left`` and ``service_left`` (model-profile jobs). ``sim.executor`` is internal.
+    """
+
+    name: str
+
+    def attach(self, sim: Simulator) -> None: ...
+
+    def schedule(self, sim: Simulator) -> None: ...
+
+
+# ---------------------------------------------------------------- policy capabilities
+@runtime_checkable
+class RoundHook(Protocol):
+    """A policy with ``on_round(sim)``: called every round (``rounds`` semantics, and every
+    ``interval`` seconds for a ``Periodic`` policy)."""
+
+    def on_round(self, sim: Simulator) -> None: ...
+
+
+@runtime_checkable
+class Periodic(RoundHook, Protocol):
+    """A policy with rounds: ``on_round(sim)`` every ``interval`` seconds (``None``: never)."""
+
+    interval: float | None
+
+
+@runtime_checkable
+class SummaryExtras(Protocol):
+    """A policy that adds keys to ``summary.json`` at the end of the run."""
+
+    def summary_extras(self, sim: Simulator) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class GatesAllReduce(Protocol):
+    """A policy with a communication gate (``policies.gates.CommGate``) that the
+    iteration-level executor applies to every ready all-reduce; ``None``: no gate."""
+
+    gate: Any
+
+
+@runtime_checkable
+class SharesGpus(Protocol):
+    """A policy that puts up to ``jobs_per_gpu`` application-profile jobs on one GPU."""
+
+    jobs_per_gpu: int
+
+
+@runtime_checkable
+class Elastic(Protocol):
+    """A policy that may start jobs on another GPU count than they asked for (``elastic``
+    true), recorded as ``elastic`` in ``summary.json``."""
+
+    elastic: bool
+
+
+# ---------------------------------------------------------------- executor capabilities
+@runtime_checkable
+class RanksGpus(Protocol):
+    """An executor that tracks how long each GPU was held (idle GPUs are ranked by it)."""
+
+    def gpu_busy(self, gpu: int) -> float: ...
+
+
+@runtime_checkable
+class Ticks(Protocol):
+    """An executor that advances every running job one step per round (``rounds``
+    semantics)."""
+
+    def tick(self, now: float) -> None: ...
+
+
+@runtime_checkable
+class JobTimes(Protocol):
+    """What the exclusive policies (FIFO, SJF; policies/luo.py) ask the executor, whatever the
+    job kind: ``ProfileExecutor`` (application profiles) and ``DurationExecutor`` (traces).
+    A policy gets it with ``sim.estimates(JobTimes)``."""
+
+    def remaining_alone(self, job: JobState) -> float:
+        """Seconds ``job`` still needs alone on a consolidated placement (SJF's length L_k)."""
+        ...
+
+    def gpu_busy(self, gpu: int) -> float:
+        """Accumulated held time of ``gpu`` so far (FIFO's least-busy placement)."""
+        ...
+
+
+@runtime_checkable
+class ProfileEstimates(JobTimes, Protocol):
+    """The profile executor's estimates for application-profile jobs (Luo's sharing policies,
+    Pollux), through ``sim.estimates(ProfileEstimates)``: nothing here changes the run except
+    ``rebatch``, which asks the job's agent for its batch now."""
+
+    def application(self, job: JobState) -> Application:
+        """The application (measured profile) ``job`` runs."""
+        ...
+
+    def epoch(self, job: JobState) -> int:
+        """Epochs ``job`` has completed."""
+        ...
+
+    def config(
+        self,
+        job: JobState,
+        limit: int | None = None,
+        replicas: int | None = None,
+        batch: int | None = None,
+    ) -> BatchConfig:
+        """The batch configuration ``job`` would run on ``replicas`` GPUs with total ``batch``
+        and micro-batches of at most ``limit`` samples (defaults: what it asked for)."""
+        ...
+
+    def memory_share(self, job: JobState) -> float:
+        """Fraction of a GPU's memory one worker of running ``job`` uses."""
+        ...
+
+    def ratio(self, app: str, other: str) -> float:
+        """ξ: the slowdown of a job of ``app`` sharing a GPU with a job of ``other``."""
+        ...
+
+    def remaining_consolidated(self, job: JobState, cfg: BatchConfig | None = None) -> float:
+        """Seconds ``job`` still needs alone on its most consolidated placement with ``cfg``
+        (default: the requested batch)."""
+        ...
+
+    def remaining_as_running(self, job: JobState) -> float:
+        """Seconds running ``job`` still needs alone on its placement and configuration."""
+        ...
+
+    def rebatch(self, job: JobState) -> None:
+        """Re-tune running ``job``'s batch now through its agent (an elastic policy's round)."""
+        ...
+
+
+# ---------------------------------------------------------------- what a policy tells the engine
+@dataclass(frozen=True)
+class JobConfig:
+    """How a job runs once started, given with ``sim.start(job, gpus, config)`` or
+    ``sim.resize(job, gpus, config)`` (application-profile jobs): its total ``batch_size``
+    (default: what it asked for) and the largest micro-batch per replica, ``micro_limit``
+    (gradient accumulation keeps the total batch; default: no limit)."""
+
+    batch_size: int | None = None
+    micro_limit: int | None = None
+
+
+@runtime_checkable
+class Configurable(Protocol):
+    """An executor whose jobs take a ``JobConfig`` at their next start."""
+
+    def configure(self, job: JobState, config: JobConfig) -> None: ...
+
+
+class ProfileRun(Protocol):
+    """What a job agent sees of a running application-profile job."""
+
+    job: JobState
+    app: Application
+    cfg: BatchConfig | None
+    placement: tuple[int, ...]
+    epoch: int
+
+
+@runtime_checkable
+class JobAgent(Protocol):
+    """A policy that is also the job-side agent of its jobs (Pollux's PolluxAgent): the
+    executor tells it each configuration a job is about to run and asks it for the job's batch
+    between epochs. The engine registers such a policy with an executor that ``HostsAgents``."""
+
+    def observe(self, run: ProfileRun) -> None:
+        """``run`` is about to run its current configuration (placement, ``cfg``, epoch)."""
+        ...
+
+    def rebatch(self, run: ProfileRun) -> int | None:
+        """The total batch ``run`` should use from now on, or None to keep its own."""
+        ...
+
+
+@runtime_checkable
+class HostsAgents(Protocol):
+    """An executor that calls a ``JobAgent`` while jobs run."""
+
+    def register_agent(self, agent: JobAgent) -> None: ...
