@@ -36,6 +36,7 @@ from ddlsched.policy import (
     register_placement,
 )
 from ddlsched.sweep import _policy_problem
+from ddlsched.workloads.traces import TraceOptions
 
 PLUGIN = """\
 from ddlsched.policy import (
@@ -56,8 +57,8 @@ register_policy(
 )
 """
 
-WANG = {"max_gpus": 8, "sample": 10, "load_scale": 10.0}
-LUO = {"max_gpus": 8, "load_scale": 20.0}
+WANG = TraceOptions(max_gpus=8, sample=10, load_scale=10.0)
+LUO = TraceOptions(max_gpus=8, load_scale=20.0)
 
 
 @pytest.fixture
@@ -88,13 +89,13 @@ def test_a_plugin_policy_runs_on_every_backend_it_declares(plugin, tmp_path: Pat
     # model jobs, through the composed engine: the same runs as the built-in it recomposes
     for granularity in ("iteration", "job"):
         s = {"granularity": granularity}
-        mine = simulate_named("tiny", "wang20", "reg-composed", settings=s, **WANG)
-        _same(mine, simulate_named("tiny", "wang20", "ada-srsf", settings=s, **WANG))
+        mine = simulate_named("tiny", "wang20", "reg-composed", settings=s, trace=WANG)
+        _same(mine, simulate_named("tiny", "wang20", "ada-srsf", settings=s, trace=WANG))
     # a job-level policy on application-profile jobs (both semantics) and on trace jobs
     for sem in ("events", "rounds"):
         s = {"semantics": sem}
-        mine = simulate_named("tiny", "luo24-12", "reg-exclusive", settings=s, **LUO)
-        _same(mine, simulate_named("tiny", "luo24-12", "fifo", settings=s, **LUO))
+        mine = simulate_named("tiny", "luo24-12", "reg-exclusive", settings=s, trace=LUO)
+        _same(mine, simulate_named("tiny", "luo24-12", "fifo", settings=s, trace=LUO))
     _same(
         simulate_named("tiny", str(trace), "reg-exclusive"),
         simulate_named("tiny", str(trace), "fifo"),
@@ -104,7 +105,7 @@ def test_a_plugin_policy_runs_on_every_backend_it_declares(plugin, tmp_path: Pat
         simulate_named("tiny", str(trace), "reg-composed")
     assert e.value.field == "policy" and "policies for trace (duration) jobs" in str(e.value)
     with pytest.raises(InputError, match="'reg-exclusive' cannot run model jobs"):
-        simulate_named("tiny", "wang20", "reg-exclusive", **WANG)
+        simulate_named("tiny", "wang20", "reg-exclusive", trace=WANG)
 
 
 def test_list_shows_a_plugin_s_policies_with_their_kinds(plugin) -> None:
@@ -174,7 +175,7 @@ def test_a_builtin_added_in_the_registry_runs_everywhere_it_is_looked_up(tmp_pat
             simulate_named("tiny", str(trace), "sjf"),
         )
         with pytest.raises(InputError, match="cannot run application-profile jobs"):
-            simulate_named("tiny", "luo24-12", "reg-builtin", **LUO)
+            simulate_named("tiny", "luo24-12", "reg-builtin", trace=LUO)
     finally:
         plugins._REGISTRY.pop("reg-builtin")
     assert "reg-builtin" not in all_policies()
@@ -209,13 +210,13 @@ def parts_plugin(tmp_path: Path):
 def test_placements_orderings_and_gates_register_like_policies(parts_plugin) -> None:
     # a registered placement works for --placement and in compose, like the built-in it wraps
     _same(
-        simulate_named("tiny", "wang20", "ada-srsf", placement="reg-ff", **WANG),
-        simulate_named("tiny", "wang20", "ada-srsf", placement="ff", **WANG),
+        simulate_named("tiny", "wang20", "ada-srsf", placement="reg-ff", trace=WANG),
+        simulate_named("tiny", "wang20", "ada-srsf", placement="ff", trace=WANG),
     )
     pol = compose(ordering="reg-fifo", placement="reg-ff", gate="reg-adadual")
     ref = compose(ordering="fifo", placement="ff", gate="adadual")
     cluster = load_cluster("tiny")
-    jobs = load_workload("wang20", seed=0, **WANG)
+    jobs = load_workload("wang20", seed=0, options=WANG)
     _same(simulate(cluster, jobs, pol), simulate(cluster, jobs, ref))
     # built-ins stay, taken names need replace=True, lwf-K stays a pattern
     with pytest.raises(ValueError, match="built-in placement"):
