@@ -13,6 +13,8 @@ import pytest
 from _toys import toy_app, toy_jobs
 
 import ddlsched.api as api
+import ddlsched.core.simulator as simulator_module
+import ddlsched.perf.builtin_apps as builtin_apps
 from ddlsched.api import Settings, build_simulator
 from ddlsched.core.cluster import Cluster
 from ddlsched.core.job import JobSpec, ModelProfile
@@ -39,7 +41,7 @@ def duration_jobs() -> list[JobSpec]:
 
 @pytest.fixture
 def profile_jobs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[JobSpec]:
-    monkeypatch.setattr(api, "builtin_profiles", lambda: {"toy": toy_app()})
+    monkeypatch.setattr(builtin_apps, "builtin_profiles", lambda: {"toy": toy_app()})
     return toy_jobs("a,0,toy,1,32\nb,5,toy,2,32\n", tmp_path)
 
 
@@ -221,7 +223,7 @@ def test_every_experiment_row_and_variant_is_accepted(name, monkeypatch) -> None
         built.append(task)
         return res.summary
 
-    monkeypatch.setattr(api, "Simulator", _Built)
+    monkeypatch.setattr(simulator_module, "Simulator", _Built)  # the backends build it
     monkeypatch.setattr(runner, "run_task", fake_task)
     table = runner.run_experiment(exp, seeds=1, workers=1)
     assert len(built) == len(exp.rows) * len(exp.variants)

@@ -7,21 +7,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
+from .backends import Backend, pick_backend
+from .backends.profile import check_batches as _check_batches  # noqa: F401  (tests import it)
 from .core.cluster import Cluster
 from .core.job import JobSpec
-from .core.jobexec import JobExecutor, WangJobLevel
-from .core.protocols import GatesAllReduce, SchedulingPolicy, SharesGpus
+from .core.protocols import SchedulingPolicy
 from .core.results import SimResult
 from .core.simulator import Simulator
-from .core.taskexec import TaskExecutor
 from .core.timing import MAX_PER_BYTE, MAX_TIME, MIN_DURATION, check_job_times, check_run_end
 from .errors import InputError, suggest
 from .parsing import NumberError, check_float, check_int, describe, parse_float, to_float, to_int
-from .perf.builtin_apps import builtin_profiles
 from .perf.contention import LinearContention
-from .perf.profiles import read_pair_interference
-from .perf.rar import DEGRADATIONS, RarModel, RarRate
-from .planning import PlannerParams, PlanningError
+from .perf.profiles import read_pair_interference  # noqa: F401  (kept: imported from here)
+from .perf.rar import DEGRADATIONS, RarModel
+from .planning import PlannerParams
 from .policies.base import Policy
 from .policies.compose import with_placement
 from .policies.plugins import (
@@ -36,18 +35,14 @@ from .policies.plugins import (
 )
 from .settings_scope import (
     DURATION,
-    ITERATION,
-    JOB_LEVEL,
     PLANNER,
     PROFILE,
-    RAR,
     RunScope,
     check_scope,
     check_workload_scope,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .policies.plugins import PolicyOrigin
     from .workloads.traces import TraceOptions
 
 
@@ -264,43 +259,34 @@ def build_simulator(
         _check_placement_applies(jobs, what, placement)  # type: ignore[arg-type]
     if custom is not None and isinstance(policy, str):
         _check_user_kind(policy, job_kind(jobs))
-    if any(j.duration > 0 for j in jobs):
-        return _build_duration(cluster, jobs, what, seed, settings, progress, origin)
-    if any(j.application for j in jobs):
-        return _build_profiled(cluster, jobs, what, seed, settings, progress, origin)
-    entry = _builtin(str(policy), MODEL_JOBS) if custom is None else None
-    if entry is not None and entry.places_jobs:
-        return _build_planned(cluster, jobs, entry, seed, settings, progress)
-    try:
-        pol = custom if entry is None else entry.factory(settings, placement)
-    except KeyError as e:
-        raise InputError(f"unknown {e.args[0]}; see `ddlsched list`") from None
-    check_scope(settings, run_scope(jobs, what, placement, settings))
-    if settings.model == "rar":
-        executor: TaskExecutor | JobExecutor = JobExecutor(
-            RarRate(settings.rar, settings.time_slots)
-        )
-    elif settings.granularity == "iteration":
-        executor = TaskExecutor(
-            settings.contention,
-            pol.gate if isinstance(pol, GatesAllReduce) else None,
-            settings.iterations_per_task,
-            settings.shortcuts,
-        )
+    backend = _backend_for(jobs, policy if custom is None else custom, settings)
+    backend.check(jobs, settings)
+    if custom is None:
+        # model jobs name the policy as given in a PolicyKindError, the others lower-cased
+        named = str(policy) if backend.job_kind == MODEL_JOBS else str(what)
+        pol = backend.make_policy(_builtin(named, backend.job_kind), settings, placement)
     else:
-        executor = JobExecutor(WangJobLevel(settings.contention))
-    return Simulator(
-        cluster,
-        jobs,
-        pol,
-        executor,
-        seed=seed,
-        max_jobs_per_gpu=settings.max_jobs_per_gpu or None,
-        restart_delay=settings.restart_delay,
-        progress=progress,
-        policy_origin=origin,
-        builtin_policy=custom is None,
-    )
+        pol = custom
+    check_scope(settings, _scope(backend, jobs, what, placement, settings))
+    return backend.build(cluster, jobs, pol, settings, seed, progress, origin, custom is None)
+
+
+def _backend_for(jobs: Sequence[JobSpec], policy: object, settings: Settings) -> Backend:
+    """The backend of a run of ``policy`` (a built-in name, or anything else) on ``jobs``."""
+    entry = policy_entry(policy) if isinstance(policy, str) else None
+    return pick_backend(jobs, entry if entry is not None and entry.builtin else None, settings)
+
+
+def _scope(
+    backend: Backend,
+    jobs: Sequence[JobSpec],
+    policy: str | object,
+    placement: str | None,
+    settings: Settings,
+) -> RunScope:
+    """``backend``'s run scope for ``policy`` (a built-in name or a policy object)."""
+    name = policy.lower() if isinstance(policy, str) else None
+    return backend.scope(jobs, name, policy, placement, settings)
 
 
 def __getattr__(name: str) -> object:
@@ -312,12 +298,8 @@ def __getattr__(name: str) -> object:
 
 def job_kind(jobs: Sequence[JobSpec]) -> str:
     """The kind of ``jobs``: trace jobs if any has a duration, application-profile jobs if
-    any names an application, model jobs otherwise."""
-    if any(j.duration > 0 for j in jobs):
-        return TRACE_JOBS
-    if any(j.application for j in jobs):
-        return PROFILE_JOBS
-    return MODEL_JOBS
+    any names an application, model jobs otherwise (the backend that takes them)."""
+    return pick_backend(jobs, None, Settings()).job_kind
 
 
 def _builtin(name: object, kind: str) -> Registered:
@@ -344,21 +326,7 @@ def run_scope(
 ) -> RunScope:
     """What run ``build_simulator`` composes for ``jobs`` under ``policy`` (a built-in name or
     a policy object): the job kind, policy and placement that decide where settings apply."""
-    name = policy.lower() if isinstance(policy, str) else None
-    entry = policy_entry(name) if name else None
-    builtin = entry if entry is not None and entry.builtin else None
-    if any(j.duration > 0 for j in jobs):
-        return RunScope(DURATION, name)
-    if any(j.application for j in jobs):
-        per_gpu = policy.jobs_per_gpu if isinstance(policy, SharesGpus) else 1
-        shares = builtin.shares_gpus if builtin else per_gpu > 1
-        return RunScope(PROFILE, name, shares_gpus=shares, rounds=settings.semantics == "rounds")
-    if builtin is not None and builtin.places_jobs and MODEL_JOBS in builtin.kinds:
-        return RunScope(PLANNER, name)
-    kind = RAR if settings.model == "rar" else ITERATION
-    if settings.model != "rar" and settings.granularity != "iteration":
-        kind = JOB_LEVEL
-    return RunScope(kind, name, placement or (builtin.placement if builtin else None))
+    return _scope(_backend_for(jobs, policy, settings), jobs, policy, placement, settings)
 
 
 def check_run_applies(
@@ -439,182 +407,6 @@ class PolicyKindError(InputError):
     def for_workload(self, workload: str) -> PolicyKindError:
         """The same error naming ``workload``."""
         return PolicyKindError(self.name, self.kind, workload)
-
-
-def _build_planned(
-    cluster: Cluster,
-    jobs: Sequence[JobSpec],
-    entry: Registered,
-    seed: int,
-    settings: Settings,
-    progress: Callable[[int, int], None] | None,
-) -> Simulator:
-    """An offline planner's plan executed at job level under Yu's RAR model (Eq. 6–8)."""
-    if settings.model == "wang":
-        raise InputError(
-            "planners run under Yu's RAR model; use model=auto or model=rar",
-            source="--set",
-            field="model",
-        )
-    check_scope(settings, run_scope(jobs, entry.name, None, settings))
-    pol = entry.factory(settings, None)
-    try:
-        return Simulator(
-            cluster,
-            jobs,
-            pol,
-            JobExecutor(RarRate(settings.rar, settings.time_slots)),
-            seed=seed,
-            max_jobs_per_gpu=1,
-            progress=progress,
-            builtin_policy=True,
-        )
-    except PlanningError as e:
-        raise InputError(str(e), source="--set", field="horizon") from None
-
-
-def _build_profiled(
-    cluster: Cluster,
-    jobs: Sequence[JobSpec],
-    name: str | SchedulingPolicy,
-    seed: int,
-    settings: Settings,
-    progress: Callable[[int, int], None] | None,
-    origin: PolicyOrigin | None = None,
-) -> Simulator:
-    """Application-profile jobs (Luo et al.): profile executor + a profile policy."""
-    from .core.profileexec import ProfileExecutor
-    from .perf.profiles import load_applications
-
-    pol = _make(name, PROFILE_JOBS, settings)
-    per_gpu = pol.jobs_per_gpu if isinstance(pol, SharesGpus) else 1  # declared sharing degree
-    check_scope(settings, run_scope(jobs, name, None, settings))
-    if settings.profiles:
-        apps = load_applications(settings.profiles)
-        where = settings.profiles
-    else:
-        apps = builtin_profiles()
-        where = "the built-in profiles"
-    if settings.ground_truth == "fitted":
-        from .perf.fitting import fitted_applications
-
-        apps = fitted_applications(apps)
-    missing = sorted({j.application for j in jobs} - set(apps))
-    if missing:
-        raise InputError(
-            f"no profile for application(s) {', '.join(missing)} in {where}; "
-            f"profiles found: {', '.join(sorted(apps)) or 'none'}",
-            source="--set",
-            field="profiles",
-        )
-    if pol.name != "pollux":  # Pollux picks every batch itself
-        _check_batches(jobs, apps, where)
-    elif settings.pollux_ncf_batch and any(j.application == "ncf" for j in jobs):
-        problem = _batch_problem(apps["ncf"], 1, settings.pollux_ncf_batch, where)
-        if problem:
-            raise InputError(
-                f"NCF's fixed batch under pollux: {problem}",
-                source="--set",
-                field="pollux_ncf_batch",
-            )
-    return Simulator(
-        cluster,
-        jobs,
-        pol,
-        ProfileExecutor(
-            apps,
-            semantics=settings.semantics,
-            rescale_delay=settings.rescale_delay,
-            interval=settings.interval,
-            interference=settings.interference,
-            pair_interference=read_pair_interference(settings.interference_file)
-            if settings.interference_file
-            else None,
-        ),
-        seed=seed,
-        max_jobs_per_gpu=(settings.max_jobs_per_gpu or per_gpu) if per_gpu > 1 else 1,
-        progress=progress,
-        semantics=settings.semantics,
-        round_interval=settings.interval,
-        policy_origin=origin,
-        builtin_policy=isinstance(name, str),
-    )
-
-
-def _batch_problem(app: object, replicas: int, batch: int, where: str) -> str | None:
-    """Why ``batch`` on ``replicas`` GPUs cannot run ``app`` (None if it can): its micro-batch
-    must lie inside the application's measured range (step times outside it are unknown)."""
-    try:
-        cfg = app.batch_config(replicas, batch)  # type: ignore[attr-defined]
-    except ValueError as e:
-        return str(e).removeprefix(f"{app.name}: ")  # type: ignore[attr-defined]
-    lo, hi = app.min_local, app.max_local  # type: ignore[attr-defined]
-    if not lo <= cfg.a <= hi:
-        return (
-            f"batch {batch} on {replicas} GPU(s) gives a local batch of {cfg.a}, outside the "
-            f"range [{lo}, {hi}] measured in {where}"
-        )
-    return None
-
-
-def _check_batches(jobs: Sequence[JobSpec], apps: Mapping[str, object], where: str) -> None:
-    """Every job's requested batch must give a micro-batch inside its application's measured
-    range: step times outside it are not in the profiles (a clear error, not a traceback)."""
-    for j in jobs:
-        problem = _batch_problem(apps[j.application], j.num_gpus, j.batch_size, where)
-        if problem:
-            raise InputError(
-                f"job {j.job_id}{f' {j.name!r}' if j.name else ''} ({j.application}): {problem}",
-                field="batch_size",
-            )
-
-
-def _make(name: str | SchedulingPolicy, kind: str, settings: Settings) -> SchedulingPolicy:
-    """The built-in policy ``name`` for jobs of ``kind``, built from the registry (a policy
-    object passes through)."""
-    if not isinstance(name, str):
-        return name
-    return _builtin(name, kind).factory(settings, None)
-
-
-def _build_duration(
-    cluster: Cluster,
-    jobs: Sequence[JobSpec],
-    name: str | SchedulingPolicy,
-    seed: int,
-    settings: Settings,
-    progress: Callable[[int, int], None] | None,
-    origin: PolicyOrigin | None = None,
-) -> Simulator:
-    """Trace jobs with a measured duration (Philly …): duration executor + a job-level policy;
-    exclusive GPUs, ``restart_delay`` after every preemption."""
-    from .core.durationexec import DurationExecutor
-
-    missing = [j.job_id for j in jobs if not j.duration > 0]
-    if missing:
-        raise InputError(
-            f"a workload mixes trace jobs (with a duration) and jobs without one "
-            f"(first: job {missing[0]}); give every job a duration or none",
-            field="duration",
-        )
-    if settings.semantics != "events":
-        raise InputError(
-            "trace (duration) jobs run in events semantics only", source="--set", field="semantics"
-        )
-    pol = _make(name, TRACE_JOBS, settings)
-    check_scope(settings, run_scope(jobs, name, None, settings))
-    return Simulator(
-        cluster,
-        jobs,
-        pol,
-        DurationExecutor(),
-        seed=seed,
-        max_jobs_per_gpu=1,
-        restart_delay=settings.restart_delay,
-        progress=progress,
-        policy_origin=origin,
-        builtin_policy=isinstance(name, str),
-    )
 
 
 def simulate_named(

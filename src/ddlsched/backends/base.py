@@ -1,0 +1,85 @@
+"""What a backend is: the engine set-up for one kind of job (docs/design.md "Backends").
+
+A backend declares which jobs it accepts, its job kind (the policy registry's ``MODEL_JOBS``,
+``PROFILE_JOBS``, ``TRACE_JOBS``), the settings it reads (the ``RunScope`` kinds of
+``settings_scope``) and builds the simulator: executor, engine options and its own checks.
+``api.build_simulator`` picks the first registered backend that accepts the jobs
+(``backends/registry.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from ..core.job import JobSpec
+from ..core.protocols import SchedulingPolicy
+from ..errors import InputError
+from ..settings_scope import RunScope
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..api import Settings
+    from ..core.cluster import Cluster
+    from ..core.simulator import Simulator
+    from ..policies.plugins import PolicyOrigin, Registered
+
+Progress = Callable[[int, int], None] | None
+
+
+class Backend:
+    """One kind of job and the engine set-up that runs it; subclasses override what differs."""
+
+    #: a short name (``ddlsched`` names its built-ins model-iteration, model-job-level,
+    #: planned, profile, duration)
+    name: str = ""
+    #: the policy registry's job kind: the policies registered for it run here
+    job_kind: str = ""
+    #: the settings kinds of ``settings_scope`` (``RunScope.kind``) this backend's runs have
+    scopes: tuple[str, ...] = ()
+
+    def accepts(
+        self, jobs: Sequence[JobSpec], entry: Registered | None, settings: Settings
+    ) -> bool:
+        """Whether this backend runs ``jobs`` (``entry``: the built-in policy's registry entry,
+        None for any other policy; ``settings``: the run's settings)."""
+        raise NotImplementedError
+
+    def check(self, jobs: Sequence[JobSpec], settings: Settings) -> None:
+        """Checks of the jobs and settings made before the policy is looked up."""
+
+    def make_policy(
+        self, entry: Registered, settings: Settings, placement: str | None
+    ) -> SchedulingPolicy:
+        """The built-in policy of ``entry`` for this backend's runs."""
+        return entry.factory(settings, None)
+
+    def scope(
+        self,
+        jobs: Sequence[JobSpec],
+        policy: str | None,
+        policy_object: object,
+        placement: str | None,
+        settings: Settings,
+    ) -> RunScope:
+        """The run as ``settings_scope`` sees it (``policy``: a built-in name or None;
+        ``policy_object``: what was given, a name or a policy object)."""
+        return RunScope(self.scopes[0], policy)
+
+    def build(
+        self,
+        cluster: Cluster,
+        jobs: Sequence[JobSpec],
+        policy: SchedulingPolicy,
+        settings: Settings,
+        seed: int,
+        progress: Progress,
+        origin: PolicyOrigin | None,
+        builtin: bool,
+    ) -> Simulator:
+        """The simulator of this run: executor and engine options (no I/O but profiles)."""
+        raise NotImplementedError
+
+
+def factory_error(e: KeyError) -> InputError:
+    """A factory's ``KeyError`` (an unknown placement, ordering …) as the user's error."""
+    return InputError(f"unknown {e.args[0]}; see `ddlsched list`")

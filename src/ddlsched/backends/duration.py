@@ -1,0 +1,75 @@
+"""Trace jobs with a measured duration (Philly, Gavel …): ``DurationExecutor`` + a job-level
+policy; exclusive GPUs, ``restart_delay`` after every preemption."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..core.job import JobSpec
+from ..core.protocols import SchedulingPolicy
+from ..errors import InputError
+from ..policies.plugins import TRACE_JOBS
+from ..settings_scope import DURATION
+from .base import Backend, Progress
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..api import Settings
+    from ..core.cluster import Cluster
+    from ..core.simulator import Simulator
+    from ..policies.plugins import PolicyOrigin, Registered
+
+
+class DurationBackend(Backend):
+    """Any job with a duration makes a trace run (every job must then have one)."""
+
+    name = "duration"
+    job_kind = TRACE_JOBS
+    scopes = (DURATION,)
+
+    def accepts(
+        self, jobs: Sequence[JobSpec], entry: Registered | None, settings: Settings
+    ) -> bool:
+        return any(j.duration > 0 for j in jobs)
+
+    def check(self, jobs: Sequence[JobSpec], settings: Settings) -> None:
+        missing = [j.job_id for j in jobs if not j.duration > 0]
+        if missing:
+            raise InputError(
+                f"a workload mixes trace jobs (with a duration) and jobs without one "
+                f"(first: job {missing[0]}); give every job a duration or none",
+                field="duration",
+            )
+        if settings.semantics != "events":
+            raise InputError(
+                "trace (duration) jobs run in events semantics only",
+                source="--set",
+                field="semantics",
+            )
+
+    def build(
+        self,
+        cluster: Cluster,
+        jobs: Sequence[JobSpec],
+        policy: SchedulingPolicy,
+        settings: Settings,
+        seed: int,
+        progress: Progress,
+        origin: PolicyOrigin | None,
+        builtin: bool,
+    ) -> Simulator:
+        from ..core.durationexec import DurationExecutor
+        from ..core.simulator import Simulator
+
+        return Simulator(
+            cluster,
+            jobs,
+            policy,
+            DurationExecutor(),
+            seed=seed,
+            max_jobs_per_gpu=1,
+            restart_delay=settings.restart_delay,
+            progress=progress,
+            policy_origin=origin,
+            builtin_policy=builtin,
+        )

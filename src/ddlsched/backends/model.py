@@ -1,0 +1,130 @@
+"""Model jobs (Wang et al., Yu et al.) under an online policy: at iteration level (Wang's
+task DAG, ``TaskExecutor``) or at job level (``JobExecutor`` with Wang's contention or Yu's
+RAR model)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..core.job import JobSpec
+from ..core.protocols import GatesAllReduce, SchedulingPolicy
+from ..policies.plugins import MODEL_JOBS
+from ..settings_scope import ITERATION, JOB_LEVEL, RAR, RunScope
+from .base import Backend, Progress, factory_error
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..api import Settings
+    from ..core.cluster import Cluster
+    from ..core.jobexec import JobExecutor
+    from ..core.simulator import Simulator
+    from ..core.taskexec import TaskExecutor
+    from ..policies.plugins import PolicyOrigin, Registered
+
+
+class _OnlineModelBackend(Backend):
+    """What both model-job backends share: presets built with their placement, the
+    placement in the settings scope, ``max_jobs_per_gpu`` and ``restart_delay``."""
+
+    job_kind = MODEL_JOBS
+
+    def make_policy(
+        self, entry: Registered, settings: Settings, placement: str | None
+    ) -> SchedulingPolicy:
+        try:
+            return entry.factory(settings, placement)
+        except KeyError as e:
+            raise factory_error(e) from None
+
+    def scope(
+        self,
+        jobs: Sequence[JobSpec],
+        policy: str | None,
+        policy_object: object,
+        placement: str | None,
+        settings: Settings,
+    ) -> RunScope:
+        from ..policies.plugins import policy_entry
+
+        entry = policy_entry(policy) if policy else None
+        builtin = entry if entry is not None and entry.builtin else None
+        kind = self.scope_kind(settings)
+        return RunScope(kind, policy, placement or (builtin.placement if builtin else None))
+
+    def scope_kind(self, settings: Settings) -> str:
+        return self.scopes[0]
+
+    def executor(self, policy: SchedulingPolicy, settings: Settings) -> TaskExecutor | JobExecutor:
+        raise NotImplementedError
+
+    def build(
+        self,
+        cluster: Cluster,
+        jobs: Sequence[JobSpec],
+        policy: SchedulingPolicy,
+        settings: Settings,
+        seed: int,
+        progress: Progress,
+        origin: PolicyOrigin | None,
+        builtin: bool,
+    ) -> Simulator:
+        from ..core.simulator import Simulator
+
+        return Simulator(
+            cluster,
+            jobs,
+            policy,
+            self.executor(policy, settings),
+            seed=seed,
+            max_jobs_per_gpu=settings.max_jobs_per_gpu or None,
+            restart_delay=settings.restart_delay,
+            progress=progress,
+            policy_origin=origin,
+            builtin_policy=builtin,
+        )
+
+
+class IterationBackend(_OnlineModelBackend):
+    """Model jobs at iteration level (the default): Wang's task DAG with contention."""
+
+    name = "model-iteration"
+    scopes = (ITERATION,)
+
+    def accepts(
+        self, jobs: Sequence[JobSpec], entry: Registered | None, settings: Settings
+    ) -> bool:
+        return True  # the last resort: any model jobs
+
+    def executor(self, policy: SchedulingPolicy, settings: Settings) -> TaskExecutor:
+        from ..core.taskexec import TaskExecutor
+
+        return TaskExecutor(
+            settings.contention,
+            policy.gate if isinstance(policy, GatesAllReduce) else None,
+            settings.iterations_per_task,
+            settings.shortcuts,
+        )
+
+
+class JobLevelBackend(_OnlineModelBackend):
+    """Model jobs at job level: ``model=rar`` (Yu's RAR model for any online policy) or
+    ``granularity=job`` (Wang's contention as fluid rates)."""
+
+    name = "model-job-level"
+    scopes = (JOB_LEVEL, RAR)
+
+    def accepts(
+        self, jobs: Sequence[JobSpec], entry: Registered | None, settings: Settings
+    ) -> bool:
+        return settings.model == "rar" or settings.granularity != "iteration"
+
+    def scope_kind(self, settings: Settings) -> str:
+        return RAR if settings.model == "rar" else JOB_LEVEL
+
+    def executor(self, policy: SchedulingPolicy, settings: Settings) -> JobExecutor:
+        from ..core.jobexec import JobExecutor, WangJobLevel
+        from ..perf.rar import RarRate
+
+        if settings.model == "rar":
+            return JobExecutor(RarRate(settings.rar, settings.time_slots))
+        return JobExecutor(WangJobLevel(settings.contention))

@@ -1,0 +1,145 @@
+"""Application-profile jobs (Luo et al., the Pollux artifact): ``ProfileExecutor`` + a profile
+policy (fifo, sjf, tiresias, sjf-ffs, sjf-bsbf, pollux), in events or rounds semantics."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from ..core.job import JobSpec
+from ..core.protocols import SchedulingPolicy, SharesGpus
+from ..errors import InputError
+from ..policies.plugins import PROFILE_JOBS
+from ..settings_scope import PROFILE, RunScope
+from .base import Backend, Progress
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..api import Settings
+    from ..core.cluster import Cluster
+    from ..core.simulator import Simulator
+    from ..policies.plugins import PolicyOrigin, Registered
+
+
+class ProfileBackend(Backend):
+    """Any job naming an application makes an application-profile run."""
+
+    name = "profile"
+    job_kind = PROFILE_JOBS
+    scopes = (PROFILE,)
+
+    def accepts(
+        self, jobs: Sequence[JobSpec], entry: Registered | None, settings: Settings
+    ) -> bool:
+        return any(j.application for j in jobs)
+
+    def scope(
+        self,
+        jobs: Sequence[JobSpec],
+        policy: str | None,
+        policy_object: object,
+        placement: str | None,
+        settings: Settings,
+    ) -> RunScope:
+        from ..policies.plugins import policy_entry
+
+        entry = policy_entry(policy) if policy else None
+        builtin = entry if entry is not None and entry.builtin else None
+        per_gpu = policy_object.jobs_per_gpu if isinstance(policy_object, SharesGpus) else 1
+        shares = builtin.shares_gpus if builtin else per_gpu > 1
+        return RunScope(PROFILE, policy, shares_gpus=shares, rounds=settings.semantics == "rounds")
+
+    def build(
+        self,
+        cluster: Cluster,
+        jobs: Sequence[JobSpec],
+        policy: SchedulingPolicy,
+        settings: Settings,
+        seed: int,
+        progress: Progress,
+        origin: PolicyOrigin | None,
+        builtin: bool,
+    ) -> Simulator:
+        from ..core.profileexec import ProfileExecutor
+        from ..core.simulator import Simulator
+        from ..perf.builtin_apps import builtin_profiles
+        from ..perf.profiles import load_applications, read_pair_interference
+
+        per_gpu = policy.jobs_per_gpu if isinstance(policy, SharesGpus) else 1  # declared degree
+        if settings.profiles:
+            apps = load_applications(settings.profiles)
+            where = settings.profiles
+        else:
+            apps = builtin_profiles()
+            where = "the built-in profiles"
+        if settings.ground_truth == "fitted":
+            from ..perf.fitting import fitted_applications
+
+            apps = fitted_applications(apps)
+        missing = sorted({j.application for j in jobs} - set(apps))
+        if missing:
+            raise InputError(
+                f"no profile for application(s) {', '.join(missing)} in {where}; "
+                f"profiles found: {', '.join(sorted(apps)) or 'none'}",
+                source="--set",
+                field="profiles",
+            )
+        if policy.name != "pollux":  # Pollux picks every batch itself
+            check_batches(jobs, apps, where)
+        elif settings.pollux_ncf_batch and any(j.application == "ncf" for j in jobs):
+            problem = batch_problem(apps["ncf"], 1, settings.pollux_ncf_batch, where)
+            if problem:
+                raise InputError(
+                    f"NCF's fixed batch under pollux: {problem}",
+                    source="--set",
+                    field="pollux_ncf_batch",
+                )
+        return Simulator(
+            cluster,
+            jobs,
+            policy,
+            ProfileExecutor(
+                apps,
+                semantics=settings.semantics,
+                rescale_delay=settings.rescale_delay,
+                interval=settings.interval,
+                interference=settings.interference,
+                pair_interference=read_pair_interference(settings.interference_file)
+                if settings.interference_file
+                else None,
+            ),
+            seed=seed,
+            max_jobs_per_gpu=(settings.max_jobs_per_gpu or per_gpu) if per_gpu > 1 else 1,
+            progress=progress,
+            semantics=settings.semantics,
+            round_interval=settings.interval,
+            policy_origin=origin,
+            builtin_policy=builtin,
+        )
+
+
+def batch_problem(app: object, replicas: int, batch: int, where: str) -> str | None:
+    """Why ``batch`` on ``replicas`` GPUs cannot run ``app`` (None if it can): its micro-batch
+    must lie inside the application's measured range (step times outside it are unknown)."""
+    try:
+        cfg = app.batch_config(replicas, batch)  # type: ignore[attr-defined]
+    except ValueError as e:
+        return str(e).removeprefix(f"{app.name}: ")  # type: ignore[attr-defined]
+    lo, hi = app.min_local, app.max_local  # type: ignore[attr-defined]
+    if not lo <= cfg.a <= hi:
+        return (
+            f"batch {batch} on {replicas} GPU(s) gives a local batch of {cfg.a}, outside the "
+            f"range [{lo}, {hi}] measured in {where}"
+        )
+    return None
+
+
+def check_batches(jobs: Sequence[JobSpec], apps: Mapping[str, object], where: str) -> None:
+    """Every job's requested batch must give a micro-batch inside its application's measured
+    range: step times outside it are not in the profiles (a clear error, not a traceback)."""
+    for j in jobs:
+        problem = batch_problem(apps[j.application], j.num_gpus, j.batch_size, where)
+        if problem:
+            raise InputError(
+                f"job {j.job_id}{f' {j.name!r}' if j.name else ''} ({j.application}): {problem}",
+                field="batch_size",
+            )
