@@ -3,7 +3,8 @@
 This is the one list of built-in ``--policy`` names: ``api.build_simulator`` (for the
 backends), the sweep check, ``ddlsched list`` and the settings scope look a name up here. Each
 factory takes the run's ``Settings`` and ``--placement`` and imports its policy's module only
-when called (so that ``ddlsched list`` stays fast). Adding a built-in policy = one ``register_policy`` call here.
+when called (so that ``ddlsched list`` stays fast). Adding a built-in policy = one
+``register_policy`` call here.
 """
 
 from __future__ import annotations
