@@ -273,9 +273,6 @@ def table_row(
     }
 
 
-_map = map_in_processes  # the old private name (tests of other branches); use map_in_processes
-
-
 def _num(x: float) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return ""
