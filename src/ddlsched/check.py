@@ -23,8 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .core.results import JOB_COLUMNS, SEGMENT_COLUMNS
+from .core.results import JOB_COLUMNS, SEGMENT_COLUMNS, SUMMARY_KEYS
 from .errors import InputError, quote
+from .parsing import NumberError, parse_float, parse_int
 
 #: relative and absolute tolerance of every float comparison (the files hold repr floats, but
 #: derived numbers such as means are summed in another order)
@@ -34,17 +35,10 @@ RUN_FILES = ("config.json", "summary.json", "jobs.csv", "segments.csv")
 DIGESTED = ("config.json", "jobs.csv", "segments.csv")
 #: summary keys recomputed from jobs.csv (besides ``num_jobs`` and ``gpu_util``)
 RECOMPUTED = (
-    "avg_jct",
-    "median_jct",
-    "p95_jct",
-    "p99_jct",
-    "makespan",
-    "avg_queueing",
+    *(k for k in SUMMARY_KEYS if k not in ("gpu_util", "num_jobs")),
     "avg_jct_large",
     "avg_jct_small",
 )
-_INT = re.compile(r"-?\d+")
-_FLOAT = re.compile(r"-?\d+(\.\d+)?([eE][+-]?\d+)?")
 _LABEL = re.compile(r"(\d+):(\d+)")
 
 
@@ -271,16 +265,21 @@ class _Bad(ValueError):
 
 def _int(row: Mapping[str, str], key: str, low: int) -> int:
     text = row[key]
-    if not _INT.fullmatch(text) or int(text) < low:
+    try:
+        value = parse_int(text)
+    except NumberError:
+        value = None
+    if value is None or value < low:
         raise _Bad(f"field '{key}': expected an integer ≥ {low}, got {text!r}")
-    return int(text)
+    return value
 
 
 def _float(row: Mapping[str, str], key: str) -> float:
     text = row[key]
-    if not _FLOAT.fullmatch(text) or not math.isfinite(float(text)):
-        raise _Bad(f"field '{key}': expected a finite number, got {text!r}")
-    return float(text)
+    try:
+        return parse_float(text)
+    except NumberError:
+        raise _Bad(f"field '{key}': expected a finite number, got {text!r}") from None
 
 
 def parse_placement(text: str) -> tuple[tuple[int, int], ...]:
