@@ -278,3 +278,22 @@ def test_list_imports_neither_scipy_nor_matplotlib() -> None:
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+def test_import_ddlsched_is_light_and_names_resolve() -> None:
+    """``import ddlsched`` loads no numpy (the live job-side client and ``--help`` pay nothing);
+    every public name still resolves on first use, to the defining module's object."""
+    code = (
+        "import sys, ddlsched\n"
+        "print('numpy' in sys.modules)\n"
+        "from ddlsched import simulate, Cluster, InputError\n"
+        "from ddlsched.api import simulate as s2\n"
+        "print(simulate is s2, sorted(ddlsched.__all__) == sorted(ddlsched._LAZY))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "True", "True"]
+    import ddlsched
+
+    with pytest.raises(AttributeError, match="no_such_name"):
+        ddlsched.no_such_name  # noqa: B018

@@ -9,23 +9,65 @@ A user composes a few names::
 
 __version__ = "0.1.0"
 
-import os as _os  # noqa: E402
+import os as _os
 
 # The simulator's linear algebra is on tiny matrices (the goodput fits, scipy's interpolation):
 # threaded OpenBLAS only adds synchronisation, and on a loaded machine it made a Pollux run 14×
 # slower (docs/performance.md). Set before numpy loads; an explicit user setting wins.
 _os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from .api import Settings, build_simulator, simulate, simulate_named  # noqa: E402
-from .core.cluster import Cluster, Server  # noqa: E402
-from .core.cluster_io import load_cluster, read_cluster  # noqa: E402
-from .core.job import JobSpec, ModelProfile  # noqa: E402
-from .core.results import SimResult, write_result  # noqa: E402
-from .core.simulator import Simulator  # noqa: E402
-from .errors import InputError  # noqa: E402
-from .policies.base import Policy  # noqa: E402
-from .workloads.io import read_workload, write_workload_csv  # noqa: E402
-from .workloads.presets import load_workload  # noqa: E402
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
+    from .api import Settings, build_simulator, simulate, simulate_named
+    from .core.cluster import Cluster, Server
+    from .core.cluster_io import load_cluster, read_cluster
+    from .core.job import JobSpec, ModelProfile
+    from .core.results import SimResult, write_result
+    from .core.simulator import Simulator
+    from .errors import InputError
+    from .policies.base import Policy
+    from .workloads.io import read_workload, write_workload_csv
+    from .workloads.presets import load_workload
+
+#: public name → the module that defines it; imported on first use (PEP 562), so that
+#: ``import ddlsched.live`` (the job-side client) and ``ddlsched --help`` load no numpy
+_LAZY = {
+    "Settings": "api",
+    "build_simulator": "api",
+    "simulate": "api",
+    "simulate_named": "api",
+    "Cluster": "core.cluster",
+    "Server": "core.cluster",
+    "load_cluster": "core.cluster_io",
+    "read_cluster": "core.cluster_io",
+    "JobSpec": "core.job",
+    "ModelProfile": "core.job",
+    "SimResult": "core.results",
+    "write_result": "core.results",
+    "Simulator": "core.simulator",
+    "InputError": "errors",
+    "Policy": "policies.base",
+    "read_workload": "workloads.io",
+    "write_workload_csv": "workloads.io",
+    "load_workload": "workloads.presets",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ddlsched' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later look-ups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
 
 __all__ = [
     "Cluster",
