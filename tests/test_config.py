@@ -139,8 +139,8 @@ def test_command_line_overrides_the_file(exp: Path, tmp_path: Path) -> None:
     assert main(argv) == 0
     rec = json.loads((out / "config.json").read_text())
     assert rec["seed"] == 3 and rec["placement"] == "ls"  # command line wins
-    assert rec["settings"]["kappa"] == 1  # --set wins over [settings]
-    assert rec["settings"]["iterations_per_task"] == 10  # the file's, not overridden
+    assert rec["settings"]["placement"]["kappa"] == 1  # --set wins over [settings]
+    assert rec["settings"]["iteration"]["iterations_per_task"] == 10  # the file's, not overridden
     assert rec["policy"] == "ada-srsf" and rec["cluster"] == "tiny"  # the file's
     assert rec["version"] == __version__
     assert "out" not in rec and "quiet" not in rec  # outputs are not part of the config
@@ -168,8 +168,16 @@ def test_record_has_every_setting_and_run_key(exp: Path, tmp_path: Path) -> None
     out = tmp_path / "o"
     assert main(["run", "--config", str(exp), "--quiet", "--out", str(out)]) == 0
     rec = json.loads((out / "config.json").read_text())
-    assert set(rec["settings"]) == {f.name for f in fields(Settings)}
-    assert set(rec) == {k for k, key in RUN_KEYS.items() if key.recorded} | {"settings"}
+    assert {k for sec in rec["settings"].values() for k in sec} == {
+        f.name for f in fields(Settings)
+    }
+    assert set(rec) == {k for k, key in RUN_KEYS.items() if key.recorded} | {
+        "settings",
+        "resolved",
+    }
+    # what ran: the model ``model=auto`` chose, and the backend
+    assert rec["settings"]["model"]["model"] == "auto"
+    assert rec["resolved"]["model"] in ("wang", "rar") and rec["resolved"]["backend"]
 
 
 def test_json_config_with_nulls_is_accepted(tmp_path: Path) -> None:

@@ -50,6 +50,7 @@ LAYERS: dict[str, int] = {
     "": 4,  # ddlsched/__init__.py, the façade of the library
     "api": 4,
     "policy": 4,
+    "settings": 4,
     "settings_scope": 4,
     "backends": 4,
     "experiments": 5,

@@ -57,7 +57,9 @@ def test_run_notes_when_no_job_waited(trace: Path, tmp_path: Path, capsys) -> No
     args = ["run", "--workload", str(trace), "--policy", "fifo", "--quiet"]
     assert main([*args, "--cluster", "philly", "--out", str(tmp_path / "big")]) == 0
     out, err = capsys.readouterr()
-    assert out.startswith("3 jobs  avg JCT 60.0 s")  # the summary line is unchanged
+    first, summary = out.splitlines()[:2]
+    assert first == "ran fifo on backend duration: trace (duration) jobs"  # what ran
+    assert summary.startswith("3 jobs  avg JCT 60.0 s")  # the summary line is unchanged
     assert NOTE in err and "--load-scale" in err and err.count("\n") == 1
     # 8 GPUs: the jobs wait for each other, no note
     assert main([*args, "--cluster", "tiny", "--out", str(tmp_path / "small")]) == 0

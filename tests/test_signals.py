@@ -131,7 +131,7 @@ def test_run_sigterm_while_replacing_keeps_the_old_run(tmp_path: Path) -> None:
     status, err, _ = interrupt(argv, signal.SIGTERM, wait_children=False)
     now = {p.name: p.read_bytes() for p in out.iterdir()}
     if status == 0:
-        assert json.loads(now["config.json"])["settings"]["granularity"] == "iteration"
+        assert json.loads(now["config.json"])["settings"]["wang"]["granularity"] == "iteration"
     else:
         check_stopped(status, err, signal.SIGTERM)
         assert now == old

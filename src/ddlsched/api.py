@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from .backends import Backend, pick_backend
@@ -14,13 +15,9 @@ from .core.job import JobSpec
 from .core.protocols import SchedulingPolicy
 from .core.results import SimResult
 from .core.simulator import Simulator
-from .core.timing import MAX_PER_BYTE, MAX_TIME, MIN_DURATION, check_job_times, check_run_end
+from .core.timing import check_job_times, check_run_end
 from .errors import InputError, suggest
-from .parsing import NumberError, check_float, check_int, describe, parse_float, to_float, to_int
-from .perf.contention import LinearContention
 from .perf.profiles import read_pair_interference  # noqa: F401  (kept: imported from here)
-from .perf.rar import DEGRADATIONS, RarModel
-from .planning import PlannerParams
 from .policies.base import Policy
 from .policies.compose import with_placement
 from .policies.plugins import (
@@ -33,6 +30,7 @@ from .policies.plugins import (
     policy_entry,
     resolve_user_policy,
 )
+from .settings import Settings
 from .settings_scope import (
     DURATION,
     PLANNER,
@@ -44,192 +42,6 @@ from .settings_scope import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from .workloads.traces import TraceOptions
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Every ``--set KEY=VALUE`` knob, with its default."""
-
-    granularity: str = "iteration"  # iteration | job
-    iterations_per_task: int = 1
-    kappa: int = 1
-    a: float = LinearContention.a
-    b: float = LinearContention.b
-    eta: float = LinearContention.eta
-    max_jobs_per_gpu: int = 0  # 0 = limited by memory only
-    restart_delay: float = 0.0
-    shortcuts: bool = True  # exact event-saving shortcuts of the iteration level (for checking)
-    # performance model: auto = the policy's paper (Wang's for online presets, Yu's RAR model
-    # for planners); rar = Yu Eq. 6–8 at job granularity for any policy
-    model: str = "auto"
-    xi1: float = RarModel.xi1
-    xi2: float = RarModel.xi2
-    alpha: float = RarModel.alpha
-    reduction_speed: float = RarModel.reduction_speed
-    rar_f: str = "linear"  # f(α, k): linear | fair
-    time_slots: bool = False  # Yu's ⌊1/τ⌋ iterations per 1 s slot instead of fluid progress
-    # planners (Yu Alg. 1–3)
-    horizon: float = PlannerParams.horizon  # T
-    u: float = PlannerParams.u
-    lam: float = PlannerParams.lam  # λ of LBSGF
-    bco_kappa: int = PlannerParams.kappa  # 0: search κ = 1..max G; k: only κ = k
-    estimate: str = PlannerParams.estimate  # start | isolated
-    extend_horizon: bool = PlannerParams.extend_horizon  # no plan within T → retry 2T, 4T, …
-    # application-profile workloads (Luo et al., the Pollux artifact)
-    profiles: str = ""  # directory of application profiles (Pollux format)
-    ground_truth: str = "measured"  # measured (interpolated step times) | fitted (Eq. 7)
-    semantics: str = "events"  # events | rounds (the Pollux artifact's 60 s loop)
-    interval: float = 60.0  # seconds between scheduling rounds
-    rescale_delay: float = 30.0  # seconds without progress after every allocation
-    interference: float = 1.5  # ξ: slowdown of both jobs while two share a GPU (Luo Eq. 5–6)
-    interference_file: str = ""  # CSV app,other,xi: per-pair ξ (others use `interference`)
-    tiresias_thresholds: str = "16"  # GPU-hours between Tiresias queues, comma-separated
-    backfill: bool = True  # fifo/sjf: a job that does not fit is skipped (false: it blocks)
-    pollux_ncf_batch: int = 32768  # Pollux artifact quirk: NCF on 1 replica at this batch; 0: off
-    philly: str = ""  # Philly trace the luo24 generators sample from (built-in stand-ins if "")
-
-    @classmethod
-    def from_mapping(cls, values: Mapping[str, object], source: str = "--set") -> Settings:
-        """Validate and convert user values (strings from the CLI are parsed)."""
-        known = {f.name: f for f in fields(cls)}
-        out: dict[str, object] = {}
-        for key, raw in values.items():
-            if key not in known:
-                raise InputError(
-                    f"unknown setting{suggest(key, known)}; known: {', '.join(known)}",
-                    source=source,
-                    field=key,
-                )
-            default = known[key].default
-            try:
-                if isinstance(default, bool):
-                    text = str(raw).lower()
-                    if text not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-                        raise NumberError(f"expected true or false, got {describe(raw)}")
-                    val: object = text in ("1", "true", "yes", "on")
-                elif isinstance(default, int):
-                    val = to_int(raw, text=True)  # the one strict parser (ddlsched.parsing)
-                elif isinstance(default, float):
-                    val = to_float(raw, text=True)
-                else:
-                    val = str(raw)
-            except NumberError as e:
-                raise InputError(str(e), source=source, field=key) from None
-            out[key] = val
-        s = cls(**out)  # type: ignore[arg-type]
-        s.check(source)
-        return s
-
-    def check(self, source: str = "--set") -> None:
-        """Every value in its range; numbers finite first (a range test such as ``x < 0`` lets
-        NaN through), times within the engine's range (``core/timing.py``)."""
-        for f in fields(self):
-            kind = type(f.default)
-            try:
-                if kind is float:
-                    check_float(getattr(self, f.name))
-                elif kind is int:
-                    check_int(getattr(self, f.name))
-            except NumberError as e:
-                raise InputError(str(e), source=source, field=f.name) from None
-        for name in ("b", "eta"):
-            if getattr(self, name) > MAX_PER_BYTE:
-                raise InputError(
-                    "must be ≤ 1 s per byte (all-reduce times must stay finite)",
-                    source=source,
-                    field=name,
-                )
-        for name in ("a", "restart_delay", "rescale_delay", "interval", "horizon"):
-            if getattr(self, name) > MAX_TIME:
-                raise InputError(
-                    "must be ≤ 1e9 s (the engine's time range, docs/models.md)",
-                    source=source,
-                    field=name,
-                )
-        if self.granularity not in ("iteration", "job"):
-            raise InputError("must be 'iteration' or 'job'", source=source, field="granularity")
-        for name in ("iterations_per_task", "kappa"):
-            if getattr(self, name) < 1:
-                raise InputError("must be ≥ 1", source=source, field=name)
-        for name in (
-            "a",
-            "b",
-            "eta",
-            "restart_delay",
-            "max_jobs_per_gpu",
-            "xi2",
-            "alpha",
-            "pollux_ncf_batch",
-        ):
-            if getattr(self, name) < 0:
-                raise InputError("must be ≥ 0", source=source, field=name)
-        for name in ("xi1", "reduction_speed", "u"):
-            if not getattr(self, name) > 0:
-                raise InputError("must be > 0", source=source, field=name)
-        if self.bco_kappa < 0:
-            raise InputError("must be ≥ 0 (0 searches every κ)", source=source, field="bco_kappa")
-        if self.lam < 1:
-            raise InputError("must be ≥ 1", source=source, field="lam")
-        if self.horizon < 1:
-            raise InputError("must be ≥ 1", source=source, field="horizon")
-        if not self.interval >= MIN_DURATION:
-            raise InputError(
-                "must be ≥ 1e-6 s (1 µs; the engine rounds times to 1 ns, docs/models.md)",
-                source=source,
-                field="interval",
-            )
-        try:
-            hours = self.tiresias_thresholds_hours
-        except NumberError:
-            hours = ()
-        if not hours or any(h <= 0 for h in hours) or list(hours) != sorted(hours):
-            raise InputError(
-                "expected increasing positive GPU-hours, e.g. 16 or 1,10",
-                source=source,
-                field="tiresias_thresholds",
-            )
-        if self.interference < 1:
-            raise InputError("must be ≥ 1", source=source, field="interference")
-        if self.rescale_delay < 0:
-            raise InputError("must be ≥ 0", source=source, field="rescale_delay")
-        for name, allowed in (
-            ("model", ("auto", "wang", "rar")),
-            ("rar_f", tuple(DEGRADATIONS)),
-            ("estimate", ("start", "isolated")),
-            ("semantics", ("events", "rounds")),
-            ("ground_truth", ("measured", "fitted")),
-        ):
-            if getattr(self, name) not in allowed:
-                raise InputError(f"must be one of {', '.join(allowed)}", source=source, field=name)
-
-    @property
-    def contention(self) -> LinearContention:
-        return LinearContention(a=self.a, b=self.b, eta=self.eta)
-
-    @property
-    def tiresias_thresholds_hours(self) -> tuple[float, ...]:
-        return tuple(parse_float(x) for x in self.tiresias_thresholds.split(","))
-
-    @property
-    def rar(self) -> RarModel:
-        return RarModel(
-            xi1=self.xi1,
-            xi2=self.xi2,
-            alpha=self.alpha,
-            reduction_speed=self.reduction_speed,
-            f=DEGRADATIONS[self.rar_f],
-        )
-
-    @property
-    def planner(self) -> PlannerParams:
-        return PlannerParams(
-            horizon=self.horizon,
-            u=self.u,
-            lam=self.lam,
-            kappa=self.bco_kappa,
-            estimate=self.estimate,
-            extend_horizon=self.extend_horizon,
-        )
 
 
 def build_simulator(
@@ -267,8 +79,34 @@ def build_simulator(
         pol = backend.make_policy(_builtin(named, backend.job_kind), settings, placement)
     else:
         pol = custom
-    check_scope(settings, _scope(backend, jobs, what, placement, settings))
-    return backend.build(cluster, jobs, pol, settings, seed, progress, origin, custom is None)
+    scope = _scope(backend, jobs, what, placement, settings)
+    check_scope(settings, scope)
+    sim = backend.build(cluster, jobs, pol, settings, seed, progress, origin, custom is None)
+    sim.resolved = _resolved(policy, backend, scope, settings)
+    return sim
+
+
+def _resolved(
+    policy: object, backend: Backend, scope: RunScope, settings: Settings
+) -> dict[str, object]:
+    name = policy if isinstance(policy, str) else str(policy.name)  # type: ignore[attr-defined]
+    return {"policy": name, **backend.resolved(scope, settings)}
+
+
+def resolve_run(
+    jobs: Sequence[JobSpec],
+    policy: str | SchedulingPolicy,
+    placement: str | None = None,
+    settings: Settings | None = None,
+) -> dict[str, object]:
+    """What a run of ``policy`` on ``jobs`` is, as its backend resolves it (policy, backend,
+    job kind, and e.g. the model ``model=auto`` chooses): config.json's ``resolved`` block and
+    the first line ``ddlsched run`` prints. Cheap: no simulator is built."""
+    settings = settings or Settings()
+    custom, _ = resolve_user_policy(policy) or (None, None)
+    what = policy.lower() if isinstance(policy, str) and custom is None else (custom or policy)
+    backend = _backend_for(jobs, what, settings)
+    return _resolved(policy, backend, _scope(backend, jobs, what, placement, settings), settings)
 
 
 def _backend_for(jobs: Sequence[JobSpec], policy: object, settings: Settings) -> Backend:
@@ -286,7 +124,8 @@ def _scope(
 ) -> RunScope:
     """``backend``'s run scope for ``policy`` (a built-in name or a policy object)."""
     name = policy.lower() if isinstance(policy, str) else None
-    return backend.scope(jobs, name, policy, placement, settings)
+    scope = backend.scope(jobs, name, policy, placement, settings)
+    return replace(scope, sections=backend.sections.get(scope.kind))
 
 
 def __getattr__(name: str) -> object:
@@ -426,26 +265,49 @@ def simulate_named(
     workload file's format and filters (:class:`~ddlsched.workloads.traces.TraceOptions`, as
     for ``load_workload``); as separate keywords (``max_gpus=2``) still accepted, deprecated,
     for one release."""
+    from .workloads.traces import options_or_keywords
+
+    trace = options_or_keywords(trace, keywords, "simulate_named")
+    if settings is not None and not isinstance(settings, Settings):
+        settings = Settings.from_mapping(settings)
+    cl, jobs = load_named(cluster, workload, seed=seed, settings=settings, trace=trace)
+    with naming_workload(workload):
+        return simulate(
+            cl, jobs, policy, placement=placement, seed=seed, settings=settings, progress=progress
+        )
+
+
+def load_named(
+    cluster: str,
+    workload: str,
+    *,
+    seed: int = 0,
+    settings: Settings | None = None,
+    trace: TraceOptions | None = None,
+) -> tuple[Cluster, list[JobSpec]]:
+    """The cluster and jobs of ``simulate_named``, checked: ``philly`` applies to the
+    workload, every job fits the cluster and can be simulated."""
     from .core.cluster_io import load_cluster
     from .workloads.io import validate_fits
     from .workloads.presets import load_workload
-    from .workloads.traces import check_simulable, options_or_keywords
-
-    trace = options_or_keywords(trace, keywords, "simulate_named")
+    from .workloads.traces import check_simulable
 
     cl = load_cluster(cluster, seed)
-    if settings is not None and not isinstance(settings, Settings):
-        settings = Settings.from_mapping(settings)
     philly = (settings.philly if settings else "") or None
     jobs = load_workload(workload, seed, philly, trace)
     if settings is not None:
         check_workload_scope(settings, workload)
     validate_fits(jobs, cl, workload)
     check_simulable(jobs, workload)
+    return cl, list(jobs)
+
+
+@contextmanager
+def naming_workload(workload: str) -> Iterator[None]:
+    """Errors of a run on the named ``workload`` say which workload (a policy that does not
+    run its jobs; a job's batch size)."""
     try:
-        return simulate(
-            cl, jobs, policy, placement=placement, seed=seed, settings=settings, progress=progress
-        )
+        yield
     except PolicyKindError as e:
         raise e.for_workload(workload) from None
     except InputError as e:

@@ -34,6 +34,14 @@ def _run_options(args: argparse.Namespace) -> dict[str, object]:
     return values
 
 
+def resolved_line(resolved: dict[str, object]) -> str:
+    """The first line of ``ddlsched run``: what ran, as the backend resolved it (the same
+    ``resolved`` block config.json records)."""
+    rest = {k: v for k, v in resolved.items() if k not in ("policy", "backend", "jobs")}
+    detail = ", ".join([str(resolved.get("jobs", "")), *(f"{k} {v}" for k, v in rest.items())])
+    return f"ran {resolved.get('policy')} on backend {resolved.get('backend')}: {detail}"
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from .config import RunConfig, load_run_config, run_config, with_overrides
     from .progress import ProgressBar
@@ -53,6 +61,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     res = run_config(cfg, cfg.out, progress=bar)
     out = cfg.out
     s = res.summary
+    print(resolved_line(res.resolved))
     print(
         f"{len(res.jobs)} jobs  avg JCT {s['avg_jct']:.1f} s  median {s['median_jct']:.1f} s  "
         f"p95 {s['p95_jct']:.1f} s  makespan {s['makespan']:.1f} s  GPU util {100 * s['gpu_util']:.1f} %"

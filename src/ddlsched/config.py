@@ -29,6 +29,7 @@ from .parsing import (
     too_deep,
 )
 from .paths import path_exists
+from .settings import SECTION_OF, SECTIONS
 from .workloads.traces import TRACE_OPTION_KEYS, TraceOptions
 
 
@@ -90,6 +91,9 @@ WORKLOAD_OPTIONS = TRACE_OPTION_KEYS
 PATH_SETTINGS = ("profiles", "interference_file", "philly")
 REQUIRED = ("cluster", "workload", "policy")
 TABLES = ("settings",)
+#: config.json's record of what ran (``core.results.RESOLVED``): read back, not used (the
+#: config re-resolves the same way), so a recorded config.json re-runs as it is
+INFORMATIONAL = ("resolved",)
 
 
 @dataclass(frozen=True)
@@ -137,7 +141,7 @@ class RunConfig:
             k.name: getattr(self, k.name) for k in RUN_KEYS.values() if k.recorded
         }
         out["version"] = __version__
-        out["settings"] = {f.name: getattr(self.settings, f.name) for f in fields(Settings)}
+        out["settings"] = self.settings.sectioned()  # [settings.SECTION] tables
         return out
 
 
@@ -293,18 +297,33 @@ def _is_cluster_preset(name: str) -> bool:
 
 
 def parse_settings(values: object, where: ConfigText, base: Path | None) -> dict[str, object]:
-    """The ``[settings]`` table, type-checked (values stay typed for ``Settings``)."""
+    """The ``[settings]`` table, type-checked (values stay typed for ``Settings``): flat keys
+    and sectioned ``[settings.SECTION]`` tables (``ddlsched.settings.SECTIONS``) alike."""
     if not isinstance(values, dict):
         raise where.error("expected a table", "", "settings")
     known = {f.name: f for f in fields(Settings)}
-    check_keys(values, known, where, "settings")
     out: dict[str, object] = {}
     for key, raw in values.items():
-        kind = type(known[key].default)
-        val = check_type(raw, kind, where, "settings", key)
-        if isinstance(val, str):
-            val = resolve_value(key, val, base)
-        out[key] = val
+        if key in SECTIONS and isinstance(raw, dict):
+            table = f"settings.{key}"
+            mine = {f.name for f in fields(SECTIONS[key])}
+            for name in raw:
+                home = SECTION_OF.get(name)
+                if home is not None and home != key:
+                    raise where.error(f"{name} is in section [settings.{home}]", table, name)
+                if name not in mine:
+                    raise where.error(f"unknown key{suggest(name, mine)}", table, name)
+            items = raw
+        else:
+            check_keys({key: raw}, known, where, "settings")
+            items, table = {key: raw}, "settings"
+        for name, value in items.items():
+            if name in out:
+                raise where.error("given twice (flat and in its section)", table, name)
+            val = check_type(value, type(known[name].default), where, table, name)
+            if isinstance(val, str):
+                val = resolve_value(name, val, base)
+            out[name] = val
     return out
 
 
@@ -313,11 +332,18 @@ def parse_run_values(
 ) -> tuple[dict[str, object], dict[str, object]]:
     """Top-level run keys and ``[settings]`` of a config mapping, validated; keys in
     ``extra`` (e.g. ``sweep``) are left to the caller. Returns (run values, settings)."""
-    known = {**RUN_KEYS, **{t: None for t in TABLES}, **{e: None for e in extra}}
+    known = {
+        **RUN_KEYS,
+        **{t: None for t in (*TABLES, *INFORMATIONAL)},
+        **{e: None for e in extra},
+    }
     check_keys(data, known, where, "")
+    for key in INFORMATIONAL:
+        if key in data and not isinstance(data[key], dict):
+            raise where.error("expected a table (what ran, as recorded)", "", key)
     run: dict[str, object] = {}
     for key, raw in data.items():
-        if key in TABLES or key in extra:
+        if key in TABLES or key in extra or key in INFORMATIONAL:
             continue
         spec = RUN_KEYS[key]
         if raw is None and spec.optional:
@@ -411,17 +437,35 @@ def run_config(
     The directory is written all-or-nothing (``core/rundir.py``). Before simulating: ``out``
     is checked and locked, and an ``out`` holding another run (another run id) is refused
     unless ``cfg.overwrite``."""
+    from .api import load_named, naming_workload, resolve_run, simulate
     from .core.results import write_result_files
-    from .core.rundir import dumps_json, output_dir, run_dir_rule, run_id_of
+    from .core.rundir import output_dir, same_config_rule
 
     record = cfg.record()
     if cfg.policy and ":" in cfg.policy:  # a plugin that cannot load is the error to report
         from .policies.plugins import load_factory
 
         load_factory(cfg.policy)
-    run_id = run_id_of(dumps_json(record, "config.json").encode("utf-8"))
-    with output_dir(out, may_replace=run_dir_rule(run_id), overwrite=cfg.overwrite) as staging:
-        res = simulate_config(cfg, progress)
+    rule = same_config_rule(record)  # decided before the workload is read
+    with output_dir(out, may_replace=rule, overwrite=cfg.overwrite) as staging:
+        cl, jobs = load_named(
+            cfg.cluster,  # type: ignore[arg-type]
+            cfg.workload,  # type: ignore[arg-type]
+            seed=cfg.seed,
+            settings=cfg.settings,
+            trace=cfg.trace_options(),
+        )
+        with naming_workload(str(cfg.workload)):
+            record["resolved"] = resolve_run(jobs, cfg.policy, cfg.placement, cfg.settings)  # type: ignore[arg-type]
+            res = simulate(
+                cl,
+                jobs,
+                cfg.policy,  # type: ignore[arg-type]
+                placement=cfg.placement,
+                seed=cfg.seed,
+                settings=cfg.settings,
+                progress=progress,
+            )
         write_result_files(res, staging, config=record)
     return res
 

@@ -2,9 +2,12 @@
 value has one in this run (``--placement ff --set kappa=2`` is an error, not a silently ignored
 κ). Default values always pass, so a recorded ``config.json`` with every setting re-runs.
 
-One table, ``SCOPES``: setting → (where it applies, in words; a predicate on the run's
-``RunScope``). ``check_scope`` is called by ``api.build_simulator`` once the job kind and the
-policy are known; ``check_workload_scope`` by ``api.simulate_named``, which knows the workload.
+Two levels: the run's backend declares, per run kind, the settings sections its runs read
+(``Backend.sections``; a setting of another section does not apply); within a section a few
+settings apply only to some policies or placements (the predicates of ``SCOPES``). ``SCOPES``
+also holds, per setting, where it applies in words, for the error message. ``check_scope`` is
+called by ``api.build_simulator`` once the backend and the policy are known;
+``check_workload_scope`` by ``api.simulate_named``, which knows the workload.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from .errors import InputError
 from .paths import is_file
+from .settings import SECTION_OF
 
 if TYPE_CHECKING:  # pragma: no cover
     from .api import Settings
@@ -44,6 +48,8 @@ class RunScope:
     shares_gpus: bool = False
     #: ``semantics=rounds`` (the Pollux artifact's loop)
     rounds: bool = False
+    #: the settings sections this run reads (its backend's declaration); None: every section
+    sections: tuple[str, ...] | None = None
 
     def describe(self) -> str:
         parts = [self.kind]
@@ -55,10 +61,6 @@ class RunScope:
 
 
 Rule = tuple[str, Callable[[RunScope], bool]]
-
-
-def _kinds(*kinds: str) -> Callable[[RunScope], bool]:
-    return lambda r: r.kind in kinds
 
 
 def _reads(key: str) -> Callable[[RunScope], bool]:
@@ -79,18 +81,23 @@ _PLANNERS = "to planners (sjf-bco, yu-ff, yu-ls, yu-rand)"
 _PROFILE = "to application-profile jobs"
 _SHARING = "to application-profile jobs under a GPU-sharing policy (sjf-ffs, sjf-bsbf)"
 
-#: setting → (where it applies, predicate: does it apply to this run?)
+
+def _always(r: RunScope) -> bool:
+    return True
+
+
+#: setting → (where it applies, predicate within its section: does it apply to this run?)
 SCOPES: dict[str, Rule] = {
-    "granularity": (_WANG, _kinds(ITERATION, JOB_LEVEL)),
-    "iterations_per_task": ("to model jobs at iteration level", _kinds(ITERATION)),
-    "shortcuts": ("to model jobs at iteration level", _kinds(ITERATION)),
+    "granularity": (_WANG, _always),
+    "iterations_per_task": ("to model jobs at iteration level", _always),
+    "shortcuts": ("to model jobs at iteration level", _always),
     "kappa": (
         "with the lwf placement",  # κ of LWF-κ; lwf-K names κ itself
-        lambda r: r.kind in ONLINE_MODEL and (r.placement or "").lower() == "lwf",
+        lambda r: (r.placement or "").lower() == "lwf",
     ),
-    "a": (_WANG, _kinds(ITERATION, JOB_LEVEL)),
-    "b": (_WANG, _kinds(ITERATION, JOB_LEVEL)),
-    "eta": (_WANG, _kinds(ITERATION, JOB_LEVEL)),
+    "a": (_WANG, _always),
+    "b": (_WANG, _always),
+    "eta": (_WANG, _always),
     "max_jobs_per_gpu": (
         "to online policies on model jobs and to GPU-sharing policies (sjf-ffs, sjf-bsbf)",
         lambda r: r.kind in ONLINE_MODEL or (r.kind == PROFILE and r.shares_gpus),
@@ -98,29 +105,29 @@ SCOPES: dict[str, Rule] = {
     "restart_delay": (
         "to online policies on model jobs and to trace (duration) jobs "
         "(application-profile jobs use rescale_delay)",
-        _kinds(*ONLINE_MODEL, DURATION),
+        lambda r: r.kind != PROFILE,
     ),
-    "model": ("to model jobs (online policies and planners)", _kinds(*ONLINE_MODEL, PLANNER)),
+    "model": ("to model jobs (online policies and planners)", _always),
     **{
-        k: (_RAR, _kinds(RAR, PLANNER))
+        k: (_RAR, _always)
         for k in ("xi1", "xi2", "alpha", "reduction_speed", "rar_f", "time_slots")
     },
-    "horizon": (_PLANNERS, _kinds(PLANNER)),
-    "u": (_PLANNERS, _kinds(PLANNER)),
+    "horizon": (_PLANNERS, _always),
+    "u": (_PLANNERS, _always),
     "lam": ("with the sjf-bco planner (λ of its LBSGF)", _reads("lam")),
     "bco_kappa": ("with the sjf-bco planner", _reads("bco_kappa")),
-    "estimate": (_PLANNERS, _kinds(PLANNER)),
-    "extend_horizon": (_PLANNERS, _kinds(PLANNER)),
-    "profiles": (_PROFILE, _kinds(PROFILE)),
-    "ground_truth": (_PROFILE, _kinds(PROFILE)),
-    "semantics": (_PROFILE, _kinds(PROFILE)),
+    "estimate": (_PLANNERS, _always),
+    "extend_horizon": (_PLANNERS, _always),
+    "profiles": (_PROFILE, _always),
+    "ground_truth": (_PROFILE, _always),
+    "semantics": (_PROFILE, _always),
     "interval": (
         "to the tiresias and pollux policies and to semantics=rounds",
         lambda r: _reads("interval")(r) or (r.kind == PROFILE and r.rounds),
     ),
-    "rescale_delay": (_PROFILE, _kinds(PROFILE)),
-    "interference": (_SHARING, lambda r: r.kind == PROFILE and r.shares_gpus),
-    "interference_file": (_SHARING, lambda r: r.kind == PROFILE and r.shares_gpus),
+    "rescale_delay": (_PROFILE, _always),
+    "interference": (_SHARING, lambda r: r.shares_gpus),
+    "interference_file": (_SHARING, lambda r: r.shares_gpus),
     "backfill": (
         "with the fifo and sjf policies (application-profile and trace jobs)",
         lambda r: r.kind in (PROFILE, DURATION) and _reads("backfill")(r),
@@ -128,8 +135,16 @@ SCOPES: dict[str, Rule] = {
     "tiresias_thresholds": ("with the tiresias policy", _reads("tiresias_thresholds")),
     "pollux_ncf_batch": ("with the pollux policy", _reads("pollux_ncf_batch")),
     # checked by check_workload_scope (the workload, not the run, decides)
-    "philly": ("to the luo24 and luo24-N workload generators", lambda r: True),
+    "philly": ("to the luo24 and luo24-N workload generators", _always),
 }
+
+
+def applies(key: str, run: RunScope) -> bool:
+    """Whether setting ``key`` has an effect on ``run``: its section is one the run reads
+    and, within it, the setting's own rule holds."""
+    if run.sections is not None and SECTION_OF[key] not in run.sections:
+        return False
+    return SCOPES[key][1](run)
 
 
 def _non_default(settings: Settings) -> list[str]:
@@ -141,8 +156,8 @@ def check_scope(settings: Settings, run: RunScope) -> None:
     """``InputError`` for the first setting with a non-default value that has no effect on
     ``run``, naming where it applies and what this run is."""
     for key in _non_default(settings):
-        where, applies = SCOPES[key]
-        if not applies(run):
+        where = SCOPES[key][0]
+        if not applies(key, run):
             raise InputError(
                 f"applies only {where} (this run: {run.describe()})", source="--set", field=key
             )

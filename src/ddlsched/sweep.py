@@ -19,7 +19,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -43,6 +43,7 @@ from .config import (
 from .core.results import SUMMARY_KEYS, SimResult, atomic_write_text, csv_text
 from .errors import InputError, suggest
 from .paths import path_exists
+from .settings import SECTION_OF, SECTIONS, flatten
 
 SWEEP_KEYS = ("policies", "seeds", "grid", "out", "workers", "ray_address", "max_runs")
 #: the most runs a sweep may expand to unless ``max_runs`` / ``--max-runs`` says otherwise
@@ -71,6 +72,14 @@ class Sweep:
     ray_address: str | None = None
     quiet: bool = False
     overwrite: bool = False
+    #: what each run is (``api.resolve_run``), by ``combo_key``: filled by the pre-flight,
+    #: recorded as ``resolved`` in each run's config.json
+    resolved: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+
+
+def combo_key(record: Mapping[str, object]) -> str:
+    """A run's record without its seed, as one string (runs differing only in the seed)."""
+    return json.dumps({**record, "seed": 0}, sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -147,6 +156,15 @@ def load_sweep(path: str | Path, max_runs: int | None = None) -> Sweep:
         raise where.error("expected a table [sweep.grid]", "sweep", "grid")
     known_settings = {f.name: type(f.default) for f in fields(Settings)}
     known = {**{k: RUN_KEYS[k].kind for k in GRID_RUN_KEYS}, **known_settings}
+    # a setting may be named by its section too (``wang.a``), as in ``[settings.wang]``
+    for key in list(grid_raw):
+        section, dot, name = key.partition(".")
+        if dot and section in SECTIONS:
+            if SECTION_OF.get(name) != section:
+                raise where.error(f"no setting {name!r} in section [{section}]", "sweep.grid", key)
+            if name in grid_raw:
+                raise where.error("given twice (flat and with its section)", "sweep.grid", key)
+            grid_raw = {(name if k == key else k): v for k, v in grid_raw.items()}
     check_keys(grid_raw, known, where, "sweep.grid")
     grid: list[tuple[str, tuple[object, ...]]] = []
     for key, values in grid_raw.items():
@@ -206,28 +224,30 @@ def load_sweep(path: str | Path, max_runs: int | None = None) -> Sweep:
     )
     policy_key = ("sweep", "policies") if "policies" in sw else ("", "policy")
     _check_names(sweep, where, policy_key)
-    _check_runs_apply(sweep, where, policy_key)  # every run's config too, before anything runs
-    return sweep
+    # every run's config too, before anything runs; what each run is comes back
+    return replace(sweep, resolved=_check_runs_apply(sweep, where, policy_key))
 
 
-def _check_runs_apply(sweep: Sweep, where: ConfigText, policy_key: tuple[str, str]) -> None:
+def _check_runs_apply(
+    sweep: Sweep, where: ConfigText, policy_key: tuple[str, str]
+) -> dict[str, dict[str, object]]:
     """Every run of the sweep is one ``run`` would accept: its config is valid, its policy runs
     the workload's jobs and each non-default setting has an effect (``api.check_run_applies``);
     each distinct workload is read once and each distinct combination checked once. An error
-    names the sweep file and the line of the key it comes from."""
-    from .api import check_run_applies
+    names the sweep file and the line of the key it comes from. Returns what each distinct run
+    is (``api.resolve_run``), by ``combo_key``."""
+    from .api import check_run_applies, resolve_run
     from .settings_scope import check_workload_scope
     from .workloads.presets import load_workload
 
     grid_keys = {k for k, _ in sweep.grid}
     workloads: dict[tuple, list] = {}
-    seen: set[str] = set()
+    seen: dict[str, dict[str, object]] = {}
     for run in iter_runs(sweep):
         cfg = run.config
-        combo = json.dumps({**run.record, "seed": 0}, sort_keys=True)
+        combo = combo_key(run.record)
         if combo in seen:
             continue
-        seen.add(combo)
         trace = cfg.trace_options()
         name = str(cfg.workload)
         seeded = _is_workload_preset(name) or trace.sample is not None
@@ -248,6 +268,7 @@ def _check_runs_apply(sweep: Sweep, where: ConfigText, policy_key: tuple[str, st
         try:
             check_workload_scope(cfg.settings, name)
             check_run_applies(workloads[wkey], str(cfg.policy), cfg.placement, cfg.settings)
+            seen[combo] = resolve_run(workloads[wkey], str(cfg.policy), cfg.placement, cfg.settings)
         except InputError as e:  # the key of the sweep file the offending value comes from
             key = e.field or ""
             if key == "policy":
@@ -260,6 +281,7 @@ def _check_runs_apply(sweep: Sweep, where: ConfigText, policy_key: tuple[str, st
                 table = "settings"
             what = f"policy {run.policy}" + (f", {point}" if point else "")
             raise where.error(f"{what}: {e.message}", table, key) from None
+    return seen
 
 
 def _check_names(sweep: Sweep, where: ConfigText, policy_key: tuple[str, str]) -> None:
@@ -362,6 +384,9 @@ def iter_runs(sweep: Sweep) -> Iterator[SweepRun]:
                     {**run, "policy": policy, "seed": seed}, settings, sweep.source
                 )
                 record = cfg.record()
+                resolved = sweep.resolved.get(combo_key(record))
+                if resolved is not None:
+                    record["resolved"] = dict(resolved)
                 yield SweepRun(policy, point, seed, cfg, record, run_hash(record, digests))
 
 
@@ -370,7 +395,7 @@ def run_hash(record: Mapping[str, object], digests: dict[str, str] | None = None
     files it names, so an edited workload file is not mistaken for a cached one."""
     digests = {} if digests is None else digests
     h = hashlib.sha256(json.dumps(record, sort_keys=True, separators=(",", ":")).encode())
-    settings = record.get("settings", {})
+    settings = flatten(record.get("settings", {}), "config.json")  # type: ignore[arg-type]
     named = [record.get("cluster"), record.get("workload"), policy_file(str(record["policy"]))]
     named += [settings.get(k) for k in PATH_SETTINGS]  # type: ignore[union-attr]
     for value in named:

@@ -9,7 +9,7 @@ A backend declares which jobs it accepts, its job kind (the policy registry's ``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..core.job import JobSpec
@@ -34,8 +34,16 @@ class Backend:
     name: str = ""
     #: the policy registry's job kind: the policies registered for it run here
     job_kind: str = ""
-    #: the settings kinds of ``settings_scope`` (``RunScope.kind``) this backend's runs have
-    scopes: tuple[str, ...] = ()
+    #: this backend's run kinds (``settings_scope``, ``RunScope.kind``) → the settings sections
+    #: (``ddlsched.settings.SECTIONS``) such a run reads; a setting of any other section given
+    #: a non-default value is an error naming where it applies. A kind not listed reads every
+    #: section (no check).
+    sections: Mapping[str, tuple[str, ...]] = {}
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        """The run kinds of this backend (the keys of ``sections``)."""
+        return tuple(self.sections)
 
     def accepts(
         self, jobs: Sequence[JobSpec], entry: Registered | None, settings: Settings
@@ -64,6 +72,15 @@ class Backend:
         """The run as ``settings_scope`` sees it (``policy``: a built-in name or None;
         ``policy_object``: what was given, a name or a policy object)."""
         return RunScope(self.scopes[0], policy)
+
+    def resolved(self, scope: RunScope, settings: Settings) -> dict[str, object]:
+        """What a run of this backend is, beyond the config: ``config.json``'s ``resolved``
+        block and the first line ``ddlsched run`` prints (e.g. the model ``model=auto``
+        chose). Subclasses add what they decide."""
+        out: dict[str, object] = {"backend": self.name, "jobs": scope.kind}
+        if scope.placement:
+            out["placement"] = scope.placement
+        return out
 
     def build(
         self,

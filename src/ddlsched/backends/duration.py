@@ -25,7 +25,7 @@ class DurationBackend(Backend):
 
     name = "duration"
     job_kind = TRACE_JOBS
-    scopes = (DURATION,)
+    sections = {DURATION: ("engine", "policy", "workload")}
 
     def accepts(
         self, jobs: Sequence[JobSpec], entry: Registered | None, settings: Settings

@@ -57,6 +57,13 @@ class _OnlineModelBackend(Backend):
     def executor(self, policy: SchedulingPolicy, settings: Settings) -> TaskExecutor | JobExecutor:
         raise NotImplementedError
 
+    def resolved(self, scope: RunScope, settings: Settings) -> dict[str, object]:
+        out = super().resolved(scope, settings)
+        rar = scope.kind == RAR
+        out["model"] = "rar" if rar else "wang"
+        out["granularity"] = "job" if rar or scope.kind == JOB_LEVEL else "iteration"
+        return out
+
     def build(
         self,
         cluster: Cluster,
@@ -88,7 +95,9 @@ class IterationBackend(_OnlineModelBackend):
     """Model jobs at iteration level (the default): Wang's task DAG with contention."""
 
     name = "model-iteration"
-    scopes = (ITERATION,)
+    sections = {
+        ITERATION: ("engine", "model", "wang", "iteration", "placement", "policy", "workload")
+    }
 
     def accepts(
         self, jobs: Sequence[JobSpec], entry: Registered | None, settings: Settings
@@ -111,7 +120,10 @@ class JobLevelBackend(_OnlineModelBackend):
     ``granularity=job`` (Wang's contention as fluid rates)."""
 
     name = "model-job-level"
-    scopes = (JOB_LEVEL, RAR)
+    sections = {
+        JOB_LEVEL: ("engine", "model", "wang", "placement", "policy", "workload"),
+        RAR: ("engine", "model", "rar", "placement", "policy", "workload"),
+    }
 
     def accepts(
         self, jobs: Sequence[JobSpec], entry: Registered | None, settings: Settings

@@ -10,7 +10,7 @@ from ..core.job import JobSpec
 from ..core.protocols import SchedulingPolicy
 from ..errors import InputError
 from ..policies.plugins import MODEL_JOBS
-from ..settings_scope import PLANNER
+from ..settings_scope import PLANNER, RunScope
 from .base import Backend, Progress
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,7 +25,7 @@ class PlannedBackend(Backend):
 
     name = "planned"
     job_kind = MODEL_JOBS
-    scopes = (PLANNER,)
+    sections = {PLANNER: ("model", "rar", "planner", "policy", "workload")}
 
     def accepts(
         self, jobs: Sequence[JobSpec], entry: Registered | None, settings: Settings
@@ -39,6 +39,9 @@ class PlannedBackend(Backend):
                 source="--set",
                 field="model",
             )
+
+    def resolved(self, scope: RunScope, settings: Settings) -> dict[str, object]:
+        return {**super().resolved(scope, settings), "model": "rar", "granularity": "job"}
 
     def build(
         self,

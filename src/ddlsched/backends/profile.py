@@ -25,7 +25,7 @@ class ProfileBackend(Backend):
 
     name = "profile"
     job_kind = PROFILE_JOBS
-    scopes = (PROFILE,)
+    sections = {PROFILE: ("engine", "profile", "policy", "workload")}
 
     def accepts(
         self, jobs: Sequence[JobSpec], entry: Registered | None, settings: Settings
@@ -47,6 +47,12 @@ class ProfileBackend(Backend):
         per_gpu = policy_object.jobs_per_gpu if isinstance(policy_object, SharesGpus) else 1
         shares = builtin.shares_gpus if builtin else per_gpu > 1
         return RunScope(PROFILE, policy, shares_gpus=shares, rounds=settings.semantics == "rounds")
+
+    def resolved(self, scope: RunScope, settings: Settings) -> dict[str, object]:
+        out = super().resolved(scope, settings)
+        out["semantics"] = settings.semantics
+        out["ground_truth"] = settings.ground_truth
+        return out
 
     def build(
         self,

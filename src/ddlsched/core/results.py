@@ -12,7 +12,7 @@ import math
 import os
 import tempfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -78,6 +78,9 @@ class SimResult:
     jobs: tuple[JobRecord, ...]
     segments: tuple[SegmentRecord, ...]
     summary: dict[str, float]
+    #: what ran, as the backend resolved it (backend, job kind, performance model …; the
+    #: ``resolved`` block of ``config.json``, ``api.resolve_run``)
+    resolved: dict[str, object] = field(default_factory=dict)
 
 
 def summarize(jobs: Sequence[JobRecord], busy_gpu_seconds: float, num_gpus: int) -> dict:

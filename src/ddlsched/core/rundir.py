@@ -463,6 +463,35 @@ def run_dir_rule(run_id: str) -> Callable[[Path], str | None]:
     return rule
 
 
+def same_config_rule(
+    record: Mapping[str, object], derived: tuple[str, ...] = ("resolved",)
+) -> Callable[[Path], str | None]:
+    """The replace rule of a ``run`` directory decided before the run is resolved: an empty
+    directory, or one whose config.json equals ``record`` but for the ``derived`` keys (what a
+    run records about itself, a function of the rest), may be replaced."""
+
+    def canonical(doc: Mapping[str, object]) -> str:
+        return dumps_json({k: v for k, v in doc.items() if k not in derived}, "config.json")
+
+    mine = canonical(record)
+
+    def rule(existing: Path) -> str | None:
+        if is_empty_dir(existing):
+            return None
+        found = recorded_run_id(existing)
+        if found is None:
+            return "is not empty and holds no ddlsched run"
+        try:
+            doc = json.loads((existing / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            doc = None
+        if not isinstance(doc, dict) or canonical(doc) != mine:
+            return f"holds another run (run id {found})"
+        return None
+
+    return rule
+
+
 def recorded_run_id(directory: Path) -> str | None:
     """The run id of a result directory: ``summary.json``'s ``run_id``, else the hash of its
     ``config.json`` (directories written before run ids); None if neither can be read."""

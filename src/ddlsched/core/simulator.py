@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 import numpy as np
@@ -112,6 +113,8 @@ class Simulator:
         self.policy_origin = policy_origin
         #: a built-in policy: a schedule the engine rejects is a bug (RuntimeError), not input
         self.builtin_policy = builtin_policy
+        #: what this run is, as its backend resolved it (``SimResult.resolved``)
+        self.resolved: dict[str, object] = {}
         #: ``rounds``: GPU-seconds jobs held their GPUs after they finished, until the boundary
         self.held_after_finish = 0.0
         self.now = 0.0
@@ -448,6 +451,7 @@ class Simulator:
                 )
             raise RuntimeError(text)
         res = build_result(self.cluster, self.jobs, self.executor.busy_gpu_seconds())
+        res = replace(res, resolved=dict(self.resolved))
         # what the run allowed, for `ddlsched check`: jobs per GPU (0 = memory only) and
         # whether jobs may run on another GPU count than they asked for
         res.summary["max_jobs_per_gpu"] = int(self.max_jobs_per_gpu or 0)

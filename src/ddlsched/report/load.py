@@ -151,12 +151,15 @@ def group_labels(configs: Sequence[dict]) -> list[str]:
     The policy is shown bare, other keys as ``key=value``; when nothing varies, the policy.
     """
     flat = [_flatten(c) for c in configs]
-    keys = sorted({k for f in flat for k in f} - _NOT_GROUPING, key=lambda k: (k != "policy", k))
+    keys = sorted(
+        {k for f in flat for k in f if not k.startswith("resolved.")} - _NOT_GROUPING,
+        key=lambda k: (k != "policy", k),
+    )
     varying = [k for k in keys if len({repr(f.get(k)) for f in flat}) > 1]
     out = []
     for f in flat:
         parts = [
-            str(f.get(k)) if k == "policy" else f"{k.removeprefix('settings.')}={f.get(k)}"
+            str(f.get(k)) if k == "policy" else f"{_setting_name(k)}={f.get(k)}"
             for k in varying
         ]
         out.append(" ".join(parts) or str(f.get("policy") or "run"))
@@ -280,6 +283,11 @@ def _load_cluster(config: dict):
         return load_cluster(spec, seed)
     except (InputError, OSError, ValueError):
         return None
+
+
+def _setting_name(key: str) -> str:
+    """``settings.wang.a`` (sectioned) and ``settings.a`` (older records) → ``a``."""
+    return key.rsplit(".", 1)[-1] if key.startswith("settings.") else key
 
 
 def _flatten(config: dict, prefix: str = "") -> dict:

@@ -1,0 +1,344 @@
+"""Every ``--set KEY=VALUE`` setting, in typed sections (docs/design.md "Settings").
+
+Each section is a frozen dataclass that declares its settings and their one default; ``Settings``
+is all sections at once, so ``settings.kappa`` and the flat ``--set kappa=2`` keep working, and
+``settings.section("wang")`` is the typed ``WangSettings`` of a run. Config and sweep files
+accept the flat ``[settings]`` keys and the sectioned ``[settings.wang]`` tables alike. Which
+sections a run reads is declared by its backend's run kinds (``settings_scope.SECTIONS_OF``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+
+from .core.timing import MAX_PER_BYTE, MAX_TIME, MIN_DURATION
+from .errors import InputError, suggest
+from .parsing import NumberError, check_float, check_int, describe, parse_float, to_float, to_int
+from .perf.contention import LinearContention
+from .perf.rar import DEGRADATIONS, RarModel
+from .planning import PlannerParams
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """How the engine treats placements and restarts (online policies, sharing, traces)."""
+
+    max_jobs_per_gpu: int = 0  # 0 = limited by memory only
+    restart_delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Which performance model runs model jobs: auto = the policy's paper (Wang's for online
+    presets, Yu's RAR model for planners); rar = Yu Eq. 6–8 at job level for any policy."""
+
+    model: str = "auto"
+
+
+@dataclass(frozen=True)
+class WangSettings:
+    """Wang et al.'s contention model ``a + k·b·M + (k−1)·η·M`` and its granularity."""
+
+    granularity: str = "iteration"  # iteration | job
+    a: float = LinearContention.a
+    b: float = LinearContention.b
+    eta: float = LinearContention.eta
+
+
+@dataclass(frozen=True)
+class IterationSettings:
+    """The iteration-level executor (Wang's task DAG)."""
+
+    iterations_per_task: int = 1
+    shortcuts: bool = True  # exact event-saving shortcuts of the iteration level (for checking)
+
+
+@dataclass(frozen=True)
+class PlacementSettings:
+    """Parameters of placement rules (κ of LWF-κ; ``lwf-K`` names κ itself)."""
+
+    kappa: int = 1
+
+
+@dataclass(frozen=True)
+class RarSettings:
+    """Yu et al.'s RAR model (Eq. 6–8): planners, or ``model=rar``."""
+
+    xi1: float = RarModel.xi1
+    xi2: float = RarModel.xi2
+    alpha: float = RarModel.alpha
+    reduction_speed: float = RarModel.reduction_speed
+    rar_f: str = "linear"  # f(α, k): linear | fair
+    time_slots: bool = False  # Yu's ⌊1/τ⌋ iterations per 1 s slot instead of fluid progress
+
+
+@dataclass(frozen=True)
+class PlannerSettings:
+    """Yu et al.'s offline planners (Alg. 1–3)."""
+
+    horizon: float = PlannerParams.horizon  # T
+    u: float = PlannerParams.u
+    lam: float = PlannerParams.lam  # λ of LBSGF
+    bco_kappa: int = PlannerParams.kappa  # 0: search κ = 1..max G; k: only κ = k
+    estimate: str = PlannerParams.estimate  # start | isolated
+    extend_horizon: bool = PlannerParams.extend_horizon  # no plan within T → retry 2T, 4T, …
+
+
+@dataclass(frozen=True)
+class ProfileSettings:
+    """Application-profile jobs (Luo et al., the Pollux artifact)."""
+
+    profiles: str = ""  # directory of application profiles (Pollux format)
+    ground_truth: str = "measured"  # measured (interpolated step times) | fitted (Eq. 7)
+    semantics: str = "events"  # events | rounds (the Pollux artifact's 60 s loop)
+    rescale_delay: float = 30.0  # seconds without progress after every allocation
+    interference: float = 1.5  # ξ: slowdown of both jobs while two share a GPU (Luo Eq. 5–6)
+    interference_file: str = ""  # CSV app,other,xi: per-pair ξ (others use `interference`)
+
+
+@dataclass(frozen=True)
+class PolicySettings:
+    """Parameters a built-in policy reads (its ``settings=`` in ``policies/builtin.py``)."""
+
+    interval: float = 60.0  # seconds between scheduling rounds
+    tiresias_thresholds: str = "16"  # GPU-hours between Tiresias queues, comma-separated
+    backfill: bool = True  # fifo/sjf: a job that does not fit is skipped (false: it blocks)
+    pollux_ncf_batch: int = 32768  # Pollux artifact quirk: NCF on 1 replica at this batch; 0: off
+
+
+@dataclass(frozen=True)
+class WorkloadSettings:
+    """Inputs of workload generators."""
+
+    philly: str = ""  # Philly trace the luo24 generators sample from (built-in stand-ins if "")
+
+
+#: section name → its dataclass, in the order config.json lists them
+SECTIONS: dict[str, type] = {
+    "engine": EngineSettings,
+    "model": ModelSettings,
+    "wang": WangSettings,
+    "iteration": IterationSettings,
+    "placement": PlacementSettings,
+    "rar": RarSettings,
+    "planner": PlannerSettings,
+    "profile": ProfileSettings,
+    "policy": PolicySettings,
+    "workload": WorkloadSettings,
+}
+
+#: setting → its section
+SECTION_OF: dict[str, str] = {f.name: s for s, cls in SECTIONS.items() for f in fields(cls)}
+
+
+def flatten(values: Mapping[str, object], source: str) -> dict[str, object]:
+    """Flat ``key → value`` from flat keys, ``section.key`` keys and ``{section: {key: v}}``
+    tables (any mix); a key under the wrong section is an error naming its section."""
+    out: dict[str, object] = {}
+    for key, raw in values.items():
+        key = str(key)
+        section, dot, name = key.partition(".")
+        if dot:
+            items: Mapping[str, object] = {name: raw}
+        elif key in SECTIONS and isinstance(raw, Mapping):
+            section, items = key, raw
+        else:
+            out[key] = raw
+            continue
+        if section not in SECTIONS:
+            raise InputError(
+                f"unknown settings section{suggest(section, SECTIONS)}; known: "
+                f"{', '.join(SECTIONS)}",
+                source=source,
+                field=key,
+            )
+        for name, value in items.items():
+            home = SECTION_OF.get(str(name))
+            if home is not None and home != section:
+                raise InputError(
+                    f"{name} is in section [{home}], not [{section}]",
+                    source=source,
+                    field=f"{section}.{name}",
+                )
+            if home is None:
+                known = [f.name for f in fields(SECTIONS[section])]
+                raise InputError(
+                    f"unknown setting of [{section}]{suggest(str(name), known)}; known: "
+                    f"{', '.join(known)}",
+                    source=source,
+                    field=f"{section}.{name}",
+                )
+            out[str(name)] = value
+    return out
+
+
+@dataclass(frozen=True)
+class Settings(
+    WorkloadSettings,
+    PolicySettings,
+    ProfileSettings,
+    PlannerSettings,
+    RarSettings,
+    PlacementSettings,
+    IterationSettings,
+    WangSettings,
+    ModelSettings,
+    EngineSettings,
+):
+    """Every setting of a run: all sections at once (flat attributes, one default each)."""
+
+    def section(self, name: str) -> object:
+        """The typed section ``name`` of these settings (``settings.section("wang")``)."""
+        cls = SECTIONS[name]
+        return cls(**{f.name: getattr(self, f.name) for f in fields(cls)})
+
+    def sectioned(self) -> dict[str, dict[str, object]]:
+        """``{section: {key: value}}`` of every section (config.json's ``settings``)."""
+        return {
+            name: {f.name: getattr(self, f.name) for f in fields(cls)}
+            for name, cls in SECTIONS.items()
+        }
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, object], source: str = "--set") -> Settings:
+        """Validate and convert user values (strings from the CLI are parsed)."""
+        known = {f.name: f for f in fields(cls)}
+        out: dict[str, object] = {}
+        for key, raw in flatten(values, source).items():
+            if key not in known:
+                raise InputError(
+                    f"unknown setting{suggest(key, known)}; known: {', '.join(known)}",
+                    source=source,
+                    field=key,
+                )
+            default = known[key].default
+            try:
+                if isinstance(default, bool):
+                    text = str(raw).lower()
+                    if text not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                        raise NumberError(f"expected true or false, got {describe(raw)}")
+                    val: object = text in ("1", "true", "yes", "on")
+                elif isinstance(default, int):
+                    val = to_int(raw, text=True)  # the one strict parser (ddlsched.parsing)
+                elif isinstance(default, float):
+                    val = to_float(raw, text=True)
+                else:
+                    val = str(raw)
+            except NumberError as e:
+                raise InputError(str(e), source=source, field=key) from None
+            out[key] = val
+        s = cls(**out)  # type: ignore[arg-type]
+        s.check(source)
+        return s
+
+    def check(self, source: str = "--set") -> None:
+        """Every value in its range; numbers finite first (a range test such as ``x < 0`` lets
+        NaN through), times within the engine's range (``core/timing.py``)."""
+        for f in fields(self):
+            kind = type(f.default)
+            try:
+                if kind is float:
+                    check_float(getattr(self, f.name))
+                elif kind is int:
+                    check_int(getattr(self, f.name))
+            except NumberError as e:
+                raise InputError(str(e), source=source, field=f.name) from None
+        for name in ("b", "eta"):
+            if getattr(self, name) > MAX_PER_BYTE:
+                raise InputError(
+                    "must be ≤ 1 s per byte (all-reduce times must stay finite)",
+                    source=source,
+                    field=name,
+                )
+        for name in ("a", "restart_delay", "rescale_delay", "interval", "horizon"):
+            if getattr(self, name) > MAX_TIME:
+                raise InputError(
+                    "must be ≤ 1e9 s (the engine's time range, docs/models.md)",
+                    source=source,
+                    field=name,
+                )
+        if self.granularity not in ("iteration", "job"):
+            raise InputError("must be 'iteration' or 'job'", source=source, field="granularity")
+        for name in ("iterations_per_task", "kappa"):
+            if getattr(self, name) < 1:
+                raise InputError("must be ≥ 1", source=source, field=name)
+        for name in (
+            "a",
+            "b",
+            "eta",
+            "restart_delay",
+            "max_jobs_per_gpu",
+            "xi2",
+            "alpha",
+            "pollux_ncf_batch",
+        ):
+            if getattr(self, name) < 0:
+                raise InputError("must be ≥ 0", source=source, field=name)
+        for name in ("xi1", "reduction_speed", "u"):
+            if not getattr(self, name) > 0:
+                raise InputError("must be > 0", source=source, field=name)
+        if self.bco_kappa < 0:
+            raise InputError("must be ≥ 0 (0 searches every κ)", source=source, field="bco_kappa")
+        if self.lam < 1:
+            raise InputError("must be ≥ 1", source=source, field="lam")
+        if self.horizon < 1:
+            raise InputError("must be ≥ 1", source=source, field="horizon")
+        if not self.interval >= MIN_DURATION:
+            raise InputError(
+                "must be ≥ 1e-6 s (1 µs; the engine rounds times to 1 ns, docs/models.md)",
+                source=source,
+                field="interval",
+            )
+        try:
+            hours = self.tiresias_thresholds_hours
+        except NumberError:
+            hours = ()
+        if not hours or any(h <= 0 for h in hours) or list(hours) != sorted(hours):
+            raise InputError(
+                "expected increasing positive GPU-hours, e.g. 16 or 1,10",
+                source=source,
+                field="tiresias_thresholds",
+            )
+        if self.interference < 1:
+            raise InputError("must be ≥ 1", source=source, field="interference")
+        if self.rescale_delay < 0:
+            raise InputError("must be ≥ 0", source=source, field="rescale_delay")
+        for name, allowed in (
+            ("model", ("auto", "wang", "rar")),
+            ("rar_f", tuple(DEGRADATIONS)),
+            ("estimate", ("start", "isolated")),
+            ("semantics", ("events", "rounds")),
+            ("ground_truth", ("measured", "fitted")),
+        ):
+            if getattr(self, name) not in allowed:
+                raise InputError(f"must be one of {', '.join(allowed)}", source=source, field=name)
+
+    @property
+    def contention(self) -> LinearContention:
+        return LinearContention(a=self.a, b=self.b, eta=self.eta)
+
+    @property
+    def tiresias_thresholds_hours(self) -> tuple[float, ...]:
+        return tuple(parse_float(x) for x in self.tiresias_thresholds.split(","))
+
+    @property
+    def rar(self) -> RarModel:
+        return RarModel(
+            xi1=self.xi1,
+            xi2=self.xi2,
+            alpha=self.alpha,
+            reduction_speed=self.reduction_speed,
+            f=DEGRADATIONS[self.rar_f],
+        )
+
+    @property
+    def planner(self) -> PlannerParams:
+        return PlannerParams(
+            horizon=self.horizon,
+            u=self.u,
+            lam=self.lam,
+            kappa=self.bco_kappa,
+            estimate=self.estimate,
+            extend_horizon=self.extend_horizon,
+        )
