@@ -53,6 +53,7 @@ def build_simulator(
     seed: int = 0,
     settings: Settings | None = None,
     progress: Callable[[int, int], None] | None = None,
+    backend: Backend | None = None,
 ) -> Simulator:
     """Compose policy, executor and engine for one run (no I/O).
 
@@ -70,8 +71,9 @@ def build_simulator(
     if placement is not None and custom is None:
         _check_placement_applies(jobs, what, placement)  # type: ignore[arg-type]
     if custom is not None and isinstance(policy, str):
-        _check_user_kind(policy, job_kind(jobs))
-    backend = _backend_for(jobs, policy if custom is None else custom, settings)
+        _check_user_kind(policy, job_kind(jobs) if backend is None else backend.job_kind)
+    if backend is None:  # ``backend``: given by a caller that knows (``ddlsched live``)
+        backend = _backend_for(jobs, policy if custom is None else custom, settings)
     backend.check(jobs, settings)
     if custom is None:
         # model jobs name the policy as given in a PolicyKindError, the others lower-cased

@@ -77,6 +77,38 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_live(args: argparse.Namespace) -> int:
+    from .live.run import LiveConfig, run_live
+    from .progress import ProgressBar
+    from .settings import Settings
+
+    cfg = LiveConfig(
+        jobs=args.workload,
+        policy=args.policy,
+        cluster=args.cluster,
+        ray_address=args.ray_address,
+        settings=Settings.from_mapping(_parse_sets(args.set or [])),
+        time_scale=args.time_scale,
+        grace=args.grace,
+        launcher="local" if args.local else "ray",
+        seed=args.seed or 0,
+        out=args.out,
+        overwrite=args.overwrite,
+    )
+    bar = ProgressBar(f"live {cfg.policy}", enabled=False if args.quiet else None)
+    res, _ = run_live(cfg, progress=bar)
+    s = res.summary
+    print(resolved_line(res.resolved))
+    print(
+        f"{len(res.jobs)} jobs  avg JCT {s['avg_jct']:.1f} s  makespan {s['makespan']:.1f} s  "
+        f"failed {s.get('failed_jobs', 0)}  restarts {s.get('attempts_restarted', 0)}"
+    )
+    print(
+        f"wrote {os.path.join(cfg.out, 'config.json')}, summary.json, jobs.csv, segments.csv, events.jsonl"
+    )
+    return 0
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from .progress import ProgressBar
     from .sweep import format_markdown, load_sweep, run_sweep
@@ -335,7 +367,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .parsing import int_arg
+    from .parsing import float_arg, int_arg
 
     p = _Parser(
         prog="ddlsched",
@@ -378,6 +410,49 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_trace_options(r)
     r.set_defaults(func=cmd_run)
+
+    lv = sub.add_parser(
+        "live", help="run a policy in real time on real processes (Ray); docs/live.md"
+    )
+    lv.add_argument("--cluster", help="cluster preset or file (logical GPUs on a local Ray)")
+    lv.add_argument(
+        "--workload", required=True, help="live job file: TOML [[jobs]] or CSV (docs/formats.md)"
+    )
+    lv.add_argument("--policy", required=True, help="fifo, sjf, tiresias, or FILE.py:FACTORY")
+    lv.add_argument("--set", action="append", metavar="KEY=VALUE", help="policy setting")
+    lv.add_argument(
+        "--time-scale",
+        type=float_arg,
+        default=1.0,
+        metavar="X",
+        help="replay the job file's arrivals X times faster (default 1)",
+    )
+    lv.add_argument(
+        "--grace",
+        type=float_arg,
+        default=10.0,
+        metavar="S",
+        help="seconds a stopped job has to checkpoint before SIGKILL (default 10)",
+    )
+    lv.add_argument(
+        "--ray-address",
+        metavar="ADDR",
+        help="join this Ray cluster and use its nodes and GPUs (default: a private local Ray)",
+    )
+    lv.add_argument(
+        "--local",
+        action="store_true",
+        help="plain subprocesses on this machine instead of Ray",
+    )
+    lv.add_argument("--seed", type=int_arg, help="seed of the policy's randomness (default 0)")
+    lv.add_argument("--out", required=True, help="output directory")
+    lv.add_argument("--quiet", action="store_true", help="no progress bar")
+    lv.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an --out that holds another run (default: refuse, exit 2)",
+    )
+    lv.set_defaults(func=cmd_live)
 
     sw = sub.add_parser(
         "sweep", help="run policies × parameters × seeds from a sweep file, cached and resumable"

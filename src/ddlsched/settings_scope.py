@@ -31,6 +31,7 @@ RAR = "model jobs under the RAR model"  # model=rar with an online policy
 PLANNER = "model jobs under a planner"  # sjf-bco, yu-ff, yu-ls, yu-rand (RAR model)
 PROFILE = "application-profile jobs"  # Luo et al. / the Pollux artifact
 DURATION = "trace (duration) jobs"  # Philly, Gavel, … traces with measured durations
+LIVE = "live jobs"  # real processes (``ddlsched live``)
 
 ONLINE_MODEL = (ITERATION, JOB_LEVEL, RAR)
 
@@ -130,7 +131,7 @@ SCOPES: dict[str, Rule] = {
     "interference_file": (_SHARING, lambda r: r.shares_gpus),
     "backfill": (
         "with the fifo and sjf policies (application-profile and trace jobs)",
-        lambda r: r.kind in (PROFILE, DURATION) and _reads("backfill")(r),
+        lambda r: r.kind in (PROFILE, DURATION, LIVE) and _reads("backfill")(r),
     ),
     "tiresias_thresholds": ("with the tiresias policy", _reads("tiresias_thresholds")),
     "pollux_ncf_batch": ("with the pollux policy", _reads("pollux_ncf_batch")),

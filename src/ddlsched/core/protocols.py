@@ -127,6 +127,15 @@ class Ticks(Protocol):
 
 
 @runtime_checkable
+class Polls(Protocol):
+    """An executor whose jobs progress outside the engine (real processes, live mode): the
+    real-time engine calls ``poll()`` between events; it reports what happened since (a job
+    finished, failed) through the engine's callbacks (``job_finished``, ``preempt``)."""
+
+    def poll(self) -> None: ...
+
+
+@runtime_checkable
 class JobTimes(Protocol):
     """What the exclusive policies (FIFO, SJF; policies/luo.py) ask the executor, whatever the
     job kind: ``ProfileExecutor`` (application profiles) and ``DurationExecutor`` (traces).

@@ -393,15 +393,19 @@ class Simulator:
                 handler(*args)
                 count += 1
             if self._dirty:
-                self._dirty = False
-                if self.queue:
-                    self._loads_key = None  # loads are recomputed once per policy pass
-                    try:
-                        self.policy.schedule(self)
-                    except (Exception, SystemExit) as e:
-                        self._policy_failed("schedule", e)
+                self._policy_pass()
             settle()
         return count
+
+    def _policy_pass(self) -> None:
+        """The policy's ``schedule`` at the end of an instant where something changed."""
+        self._dirty = False
+        if self.queue:
+            self._loads_key = None  # loads are recomputed once per policy pass
+            try:
+                self.policy.schedule(self)
+            except (Exception, SystemExit) as e:
+                self._policy_failed("schedule", e)
 
     def run(self) -> SimResult:
         """Process all events; return per-job records and the summary."""

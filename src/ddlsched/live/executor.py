@@ -1,0 +1,271 @@
+"""The live executor: jobs are real processes started, watched and stopped through a
+``Launcher`` (Ray, or plain subprocesses), instead of progress computed from a model.
+
+It offers the engine what the trace executor offers (``JobTimes``: remaining time alone from
+the job's ``duration`` estimate, GPU busy time), so every policy for trace jobs (fifo, sjf,
+tiresias, and plugins registered for them) schedules real processes unchanged. A job has
+finished when all its processes exited 0 without a stop request; a preempted job is stopped
+(stop file + SIGTERM, SIGKILL after ``grace``) and restarts later from its checkpoint; a
+failed one (non-zero exit) is restarted up to its ``max_restarts``, then recorded as failed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from .launch import JobPoll, Launcher, WorkerSpec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..core.simulator import Simulator
+    from ..core.state import JobState
+    from .jobfile import LiveJob
+
+
+class EventLog:
+    """``events.jsonl`` of a live run: one JSON object per line (time, event, job, …),
+    flushed per line so that a crash keeps what happened."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._f: IO[str] | None = open(path, "a", encoding="utf-8")  # noqa: SIM115
+
+    def write(self, t: float, event: str, job: int | None = None, **fields: object) -> None:
+        if self._f is None:
+            return
+        rec: dict[str, object] = {"t": round(t, 3), "event": event}
+        if job is not None:
+            rec["job"] = job
+        rec.update(fields)
+        self._f.write(json.dumps(rec, sort_keys=True, default=str) + "\n")
+        self._f.flush()
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+
+@dataclass
+class LiveRun:
+    """One live job's state across its attempts."""
+
+    job: LiveJob
+    attempt: int = -1  # incremented at every start
+    failures: int = 0
+    attained: float = 0.0  # seconds run, over finished attempts
+    since: float = 0.0  # start of the current attempt
+    running: bool = False
+    failed: bool = False
+    progress: dict | None = None  # the last report of rank 0
+    first_step: list[object] = field(default_factory=list)  # first reported step per attempt
+    exit_codes: tuple[int | None, ...] = ()
+
+
+class LiveExecutor:
+    """Executor of live jobs (``Polls``, ``JobTimes``, ``RanksGpus``)."""
+
+    def __init__(
+        self,
+        launcher: Launcher,
+        jobs: Mapping[int, LiveJob],
+        run_dir: Path,
+        *,
+        grace: float = 10.0,
+        cwd: str | None = None,
+        log: EventLog | None = None,
+    ) -> None:
+        self.launcher = launcher
+        self.live = dict(jobs)
+        self.run_dir = Path(run_dir)
+        self.grace = grace
+        self.cwd = cwd or os.getcwd()
+        self.log = log
+        self.runs: dict[int, LiveRun] = {}
+        self.busy = 0.0
+        self.gpu_busy_done: list[float] = []
+
+    # ------------------------------------------------------------------ Executor protocol
+    def attach(self, sim: Simulator) -> None:
+        self.sim = sim
+        self.runs = {j.job_id: LiveRun(self.live[j.job_id]) for j in sim.jobs}
+        self.gpu_busy_done = [0.0] * sim.cluster.num_gpus
+
+    def start(self, job: JobState, delay: float) -> None:
+        r = self.runs[job.job_id]
+        r.attempt += 1
+        r.since = self.sim.now
+        r.running = True
+        workers = self.workers(job, r)
+        self.launcher.launch(job.job_id, workers)
+        self._event("start", job, gpus=list(job.gpus), attempt=r.attempt)
+
+    def stop(self, job: JobState) -> None:
+        r = self.runs[job.job_id]
+        if r.running:
+            poll = self.launcher.stop(job.job_id, self.grace)
+            self._ended(job, r, poll)
+            self._event("stopped", job, exit_codes=list(poll.exit_codes), step=self._step(r))
+
+    def refresh(self, job: JobState) -> None:
+        job.service_left = self.remaining_alone(job) * job.num_gpus
+
+    def settle(self) -> None:
+        pass
+
+    def busy_gpu_seconds(self) -> float:
+        return self.busy + sum(
+            (self.sim.now - r.since) * len(self.sim.running[i].gpus)
+            for i, r in self.runs.items()
+            if r.running and i in self.sim.running
+        )
+
+    # ------------------------------------------------------------------ Polls
+    def poll(self) -> None:
+        """Read every running job's processes: progress, and exits (finished or failed)."""
+        for job in list(self.sim.running.values()):
+            r = self.runs[job.job_id]
+            p = self.launcher.poll(job.job_id)
+            self._progress(job, r, p)
+            if not p.all_exited:
+                continue
+            self._ended(job, r, p)
+            if all(c == 0 for c in p.exit_codes):
+                self._event("finish", job, step=self._step(r))
+                self.sim.job_finished(job)
+                continue
+            r.failures += 1
+            if r.failures > r.job.max_restarts:
+                r.failed = True
+                self._event("failed", job, exit_codes=list(p.exit_codes), failures=r.failures)
+                self.sim.job_finished(job)  # ends the job; recorded in summary `failed_jobs`
+            else:
+                self._event("crashed", job, exit_codes=list(p.exit_codes), failures=r.failures)
+                self.sim.preempt(job)  # back to the queue: it restarts from its checkpoint
+
+    # ------------------------------------------------------------------ what policies ask
+    def remaining_alone(self, job: JobState) -> float:
+        """The job's ``duration`` estimate minus the time it has run (inf without an
+        estimate: SJF then keeps arrival order among such jobs)."""
+        r = self.runs[job.job_id]
+        estimate = r.job.duration
+        if not estimate:
+            return math.inf
+        ran = r.attained + (self.sim.now - r.since if r.running else 0.0)
+        return max(estimate - ran, 0.0)
+
+    def attained(self, job: JobState) -> float:
+        r = self.runs[job.job_id]
+        return r.attained + (self.sim.now - r.since if r.running else 0.0)
+
+    def gpu_busy(self, gpu: int) -> float:
+        now = self.sim.now
+        return self.gpu_busy_done[gpu] + sum(
+            now - self.runs[j.job_id].since for j in self.sim.residents[gpu]
+        )
+
+    # ------------------------------------------------------------------ the processes
+    def workers(self, job: JobState, r: LiveRun) -> list[WorkerSpec]:
+        """One process per GPU, ranks in GPU order, local ranks per server."""
+        spec = r.job
+        cluster = self.sim.cluster
+        gpus = sorted(job.gpus)
+        per_server: dict[int, int] = {}
+        attempt_dir = self.run_dir / "jobs" / str(job.job_id) / f"attempt-{r.attempt}"
+        checkpoint = spec.checkpoint_dir or str(self.run_dir / "jobs" / str(job.job_id) / "ckpt")
+        os.makedirs(checkpoint, exist_ok=True)
+        env = {
+            "DDLSCHED_JOB_ID": str(job.job_id),
+            "DDLSCHED_ATTEMPT": str(r.attempt),
+            "DDLSCHED_CHECKPOINT_DIR": str(Path(checkpoint).resolve()),
+        }
+        if spec.batch_size:
+            env["DDLSCHED_BATCH_SIZE"] = str(spec.batch_size)
+        out = []
+        for rank, g in enumerate(gpus):
+            server = cluster.gpu_server[g]
+            local = per_server.get(server, 0)
+            per_server[server] = local + 1
+            out.append(
+                WorkerSpec(
+                    job_id=job.job_id,
+                    rank=rank,
+                    world_size=len(gpus),
+                    local_rank=local,
+                    server=server,
+                    gpus=(g,),
+                    command=tuple(spec.command),
+                    env=env,
+                    cwd=self.cwd,
+                    log_path=str(attempt_dir / f"rank-{rank}.log"),
+                    run_dir=str(attempt_dir),
+                )
+            )
+        return out
+
+    def _ended(self, job: JobState, r: LiveRun, p: JobPoll) -> None:
+        """An attempt's processes are gone: account its held time."""
+        if not r.running:
+            return
+        r.running = False
+        r.exit_codes = p.exit_codes
+        held = self.sim.now - r.since
+        r.attained += held
+        self.busy += held * len(job.gpus)
+        for g in job.gpus:
+            self.gpu_busy_done[g] += held
+        self._progress(job, r, p)
+
+    def _progress(self, job: JobState, r: LiveRun, p: JobPoll) -> None:
+        if p.progress is None or p.progress == r.progress:
+            return
+        if len(r.first_step) <= r.attempt:
+            r.first_step.append(p.progress.get("step"))
+            self._event("first_report", job, attempt=r.attempt, step=p.progress.get("step"))
+        r.progress = p.progress
+
+    @staticmethod
+    def _step(r: LiveRun) -> object:
+        return r.progress.get("step") if r.progress else None
+
+    def _event(self, event: str, job: JobState, **fields: object) -> None:
+        if self.log is not None:
+            self.log.write(self.sim.now, event, job.job_id, **fields)
+
+    def stop_all(self) -> list[int]:
+        """Stop every running job (checkpoint and exit; Ctrl-C); their ids."""
+        running = [j for j in self.sim.running.values() if self.runs[j.job_id].running]
+        if not running:
+            return []
+        polls = self.launcher.stop_many([j.job_id for j in running], self.grace)
+        for job in running:
+            r = self.runs[job.job_id]
+            self._ended(job, r, polls[job.job_id])
+            self._event("stopped", job, exit_codes=list(r.exit_codes), step=self._step(r))
+        return [j.job_id for j in running]
+
+    def summary(self) -> dict[str, object]:
+        """Extra ``summary.json`` keys of a live run."""
+        failed = sorted(i for i, r in self.runs.items() if r.failed)
+        restarts = sum(max(r.attempt, 0) for r in self.runs.values())
+        return {
+            "failed_jobs": len(failed),
+            "failed_job_ids": failed,
+            "attempts_restarted": restarts,
+        }
+
+
+def first_steps(runs: Sequence[LiveRun]) -> dict[int, list[object]]:
+    """Job id → the first step each attempt reported (a resumed job continues, not 0)."""
+    return {r.job.job_id: list(r.first_step) for r in runs}
+
+
+def wall_time() -> float:
+    """Unix time (for records that must be comparable across hosts)."""
+    return time.time()

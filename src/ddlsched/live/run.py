@@ -1,0 +1,181 @@
+"""``ddlsched live``: run a policy in real time on real processes and write the same run
+directory as ``ddlsched run`` (config.json, summary.json, jobs.csv, segments.csv) plus
+``events.jsonl`` and each job's logs under ``jobs/ID/attempt-N/`` (docs/live.md).
+
+Nothing starts before the inputs are checked (job file, commands, GPUs asked vs the cluster,
+settings, policy, output path). The directory is written all-or-nothing; on Ctrl-C / SIGTERM
+the running jobs are stopped (they checkpoint), the directory records the jobs that finished,
+and the interrupt is re-raised (exit 130 / 143).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import __version__
+from ..core.cluster import Cluster
+from ..core.job import JobSpec
+from ..core.results import SimResult, build_result
+from ..errors import InputError
+from ..settings import Settings
+from .jobfile import LiveJob, check_commands, read_live_jobs
+
+
+@dataclass
+class LiveConfig:
+    """One live run, as ``ddlsched live`` takes it (and records it in config.json)."""
+
+    jobs: str
+    policy: str
+    cluster: str | None = None
+    ray_address: str | None = None
+    settings: Settings = field(default_factory=Settings)
+    time_scale: float = 1.0
+    grace: float = 10.0
+    poll_interval: float = 0.2
+    launcher: str = "ray"  # ray | local (plain subprocesses on this machine)
+    seed: int = 0
+    out: str = ""
+    overwrite: bool = False
+
+    def record(self) -> dict[str, object]:
+        """config.json of a live run (``mode = "live"``; paths absolute)."""
+        return {
+            "mode": "live",
+            "version": __version__,
+            "jobs": str(Path(self.jobs).resolve()),
+            "cluster": _abs_if_file(self.cluster),
+            "ray_address": self.ray_address,
+            "policy": self.policy,
+            "seed": self.seed,
+            "time_scale": self.time_scale,
+            "grace": self.grace,
+            "launcher": self.launcher,
+            "settings": self.settings.sectioned(),
+        }
+
+
+def _abs_if_file(value: str | None) -> str | None:
+    if value and os.path.exists(value):
+        return str(Path(value).resolve())
+    return value
+
+
+def to_specs(jobs: list[LiveJob], time_scale: float) -> list[JobSpec]:
+    """The engine's view of live jobs: arrival (÷ ``time_scale``), GPU count, and a
+    ``duration`` (the estimate, 0 without one) that makes them trace-kind jobs."""
+    from ..workloads.trace_formats import placeholder_model
+
+    model = placeholder_model("live")
+    return [
+        JobSpec(
+            job_id=j.job_id,
+            arrival=j.arrival / time_scale,
+            num_gpus=j.gpus,
+            iterations=0,
+            model=model,
+            duration=j.duration or 0.0,
+            name=" ".join(j.command)[:80],
+        )
+        for j in jobs
+    ]
+
+
+def check_fits(jobs: list[LiveJob], cluster: Cluster, source: str) -> None:
+    """A job asking more GPUs than the cluster has can never start: refuse before anything."""
+    for j in jobs:
+        if j.gpus > cluster.num_gpus:
+            raise InputError(
+                f"job {j.job_id} asks for {j.gpus} GPUs, the cluster has {cluster.num_gpus}",
+                source=source,
+                field="gpus",
+            )
+
+
+def run_live(
+    cfg: LiveConfig, progress: Callable[[int, int], None] | None = None
+) -> tuple[SimResult, bool]:
+    """Run ``cfg``; return the result and whether it was interrupted (the run directory is
+    written either way, with the jobs that finished)."""
+    from ..api import build_simulator
+    from ..core.cluster_io import load_cluster
+    from ..core.results import write_result_files
+    from ..core.rundir import output_dir, same_config_rule
+    from .backend import LiveBackend
+    from .executor import EventLog
+
+    if cfg.time_scale <= 0:
+        raise InputError("must be > 0", field="time_scale")
+    jobs = read_live_jobs(cfg.jobs)
+    check_commands(jobs, cfg.jobs)
+    cluster = None
+    if cfg.ray_address is None:
+        if not cfg.cluster:
+            raise InputError("give --cluster (or --ray-address to use a Ray cluster's GPUs)")
+        cluster = load_cluster(cfg.cluster)
+        check_fits(jobs, cluster, cfg.jobs)
+    specs = to_specs(jobs, cfg.time_scale)
+    record = cfg.record()
+    interrupted: BaseException | None = None
+    with output_dir(cfg.out, may_replace=same_config_rule(record), overwrite=cfg.overwrite) as d:
+        launcher = _launcher(cfg, cluster)
+        try:
+            cluster = launcher.cluster()
+            check_fits(jobs, cluster, cfg.jobs)
+            log = EventLog(d / "events.jsonl")
+            backend = LiveBackend(
+                launcher,
+                {j.job_id: j for j in jobs},
+                d,
+                grace=cfg.grace,
+                poll_interval=cfg.poll_interval,
+                log=log,
+                cwd=os.getcwd(),
+                launcher_name=cfg.launcher if cfg.ray_address is None else "ray-cluster",
+            )
+            sim = build_simulator(
+                cluster,
+                specs,
+                cfg.policy,
+                seed=cfg.seed,
+                settings=cfg.settings,
+                progress=progress,
+                backend=backend,
+            )
+            record["resolved"] = dict(sim.resolved)
+            executor = backend.executor
+            assert executor is not None
+            try:
+                res = sim.run()
+            except KeyboardInterrupt as e:  # Ctrl-C / SIGTERM: stop (checkpoint), record
+                interrupted = e
+                stopped = executor.stop_all()
+                log.write(sim.now, "interrupted", stopped=stopped)
+                done = [j for j in sim.jobs if j.finish is not None]
+                res = build_result(cluster, done, executor.busy_gpu_seconds())
+            res.summary.update(executor.summary())
+            res.summary["interrupted"] = interrupted is not None
+            log.close()
+            write_result_files(res, d, config=record)
+        finally:
+            launcher.shutdown()
+    if interrupted is not None:
+        raise interrupted
+    return res, False
+
+
+def _launcher(cfg: LiveConfig, cluster: Cluster | None):  # noqa: ANN202 - a Launcher
+    if cfg.launcher == "local":
+        from .launch import LocalLauncher
+
+        assert cluster is not None
+        return LocalLauncher(cluster)
+    from .raylauncher import RayLauncher
+
+    if cfg.ray_address:
+        return RayLauncher.connect(cfg.ray_address)
+    assert cluster is not None
+    return RayLauncher.local(cluster)
