@@ -6,7 +6,8 @@ the job's ``duration`` estimate, GPU busy time), so every policy for trace jobs 
 tiresias, and plugins registered for them) schedules real processes unchanged. A job has
 finished when all its processes exited 0 without a stop request; a preempted job is stopped
 (stop file + SIGTERM, SIGKILL after ``grace``) and restarts later from its checkpoint; a
-failed one (non-zero exit) is restarted up to its ``max_restarts``, then recorded as failed.
+failed one (non-zero exit) is restarted in place up to its ``max_restarts``, then recorded as
+failed (it leaves the cluster; ``failed_job_ids`` in summary.json).
 """
 
 from __future__ import annotations
@@ -98,12 +99,14 @@ class LiveExecutor:
         self.gpu_busy_done = [0.0] * sim.cluster.num_gpus
 
     def start(self, job: JobState, delay: float) -> None:
-        r = self.runs[job.job_id]
+        self._launch(job, self.runs[job.job_id])
+
+    def _launch(self, job: JobState, r: LiveRun) -> None:
+        """A new attempt of ``job`` on its GPUs."""
         r.attempt += 1
         r.since = self.sim.now
         r.running = True
-        workers = self.workers(job, r)
-        self.launcher.launch(job.job_id, workers)
+        self.launcher.launch(job.job_id, self.workers(job, r))
         self._event("start", job, gpus=list(job.gpus), attempt=r.attempt)
 
     def stop(self, job: JobState) -> None:
@@ -145,9 +148,9 @@ class LiveExecutor:
                 r.failed = True
                 self._event("failed", job, exit_codes=list(p.exit_codes), failures=r.failures)
                 self.sim.job_finished(job)  # ends the job; recorded in summary `failed_jobs`
-            else:
+            else:  # restart in place, from its checkpoint (the policy's decision stands)
                 self._event("crashed", job, exit_codes=list(p.exit_codes), failures=r.failures)
-                self.sim.preempt(job)  # back to the queue: it restarts from its checkpoint
+                self._launch(job, r)
 
     # ------------------------------------------------------------------ what policies ask
     def remaining_alone(self, job: JobState) -> float:
