@@ -110,6 +110,8 @@ class _Context:
     specs: dict[int, object] | None = None  # job id → JobSpec, reloaded from config.json
     elastic: bool = False
     max_jobs_per_gpu: int | None = None
+    #: an interrupted live run records only the jobs that finished
+    partial: bool = False
 
 
 # ---------------------------------------------------------------------- helpers
@@ -428,9 +430,33 @@ def _context(config: object, summary: Mapping | None, res: RunCheck) -> _Context
                 "malformed", f"'max_jobs_per_gpu' is {limit!r}, not an integer ≥ 0", "summary.json"
             )
         )
-    if cfg:  # (absent or broken: noted or reported already)
+    ctx.partial = summary.get("interrupted") is True
+    if cfg.get("mode") == "live":
+        _load_live_context(cfg, ctx, res)
+    elif cfg:  # (absent or broken: noted or reported already)
         _load_context(cfg, ctx, res)
     return ctx
+
+
+def _load_live_context(cfg: dict, ctx: _Context, res: RunCheck) -> None:
+    """A live run's cluster and jobs (its job file; arrivals ÷ the time scale)."""
+    from .core.cluster_io import load_cluster
+    from .live.jobfile import read_live_jobs
+    from .live.run import to_specs
+
+    if cfg.get("cluster"):
+        try:
+            ctx.cluster = load_cluster(str(cfg["cluster"]))
+        except Exception as e:  # noqa: BLE001 - a note, not a crash
+            res.notes.append(f"cluster not loadable ({e}): GPU ids and counts not checked")
+    else:
+        res.notes.append("a Ray cluster's GPUs (no cluster file): GPU ids not checked")
+    try:
+        scale = float(cfg.get("time_scale", 1.0))  # type: ignore[arg-type]
+        specs = to_specs(read_live_jobs(str(cfg["jobs"])), scale)
+        ctx.specs = {s.job_id: s for s in specs}
+    except Exception as e:  # noqa: BLE001
+        res.notes.append(f"job file not loadable ({e}): arrivals and GPU counts not checked")
 
 
 def _load_context(cfg: dict, ctx: _Context, res: RunCheck) -> None:
@@ -471,7 +497,7 @@ def _check_workload(jobs: Mapping[int, _Job], ctx: _Context, out: list[Violation
     """jobs.csv holds exactly the workload's jobs, with their arrivals and GPU counts."""
     if ctx.specs is None:
         return
-    for jid in sorted(set(ctx.specs) - set(jobs)):
+    for jid in sorted(set(ctx.specs) - set(jobs)) if not ctx.partial else ():
         out.append(Violation("workload", f"job {jid} of the workload is missing", "jobs.csv"))
     for jid, j in sorted(jobs.items()):
         spec = ctx.specs.get(jid)

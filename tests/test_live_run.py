@@ -1,0 +1,194 @@
+"""``ddlsched live`` end to end (issue #13): real training processes (examples/live/train.py)
+scheduled by a built-in policy on a private local Ray with logical GPUs (2 servers × 2 GPUs).
+
+Every test is bounded in time, talks only to loopback, and checks afterwards that no process
+it caused is left: job processes carry a unique tag on their command line, and Ray's own
+processes (raylet, gcs_server, workers) started during the test must be gone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray")
+
+ROOT = Path(__file__).resolve().parent.parent
+TRAIN = ROOT / "examples" / "live" / "train.py"
+
+CLUSTER = """name = "live-2x2"
+[[servers]]
+num_gpus = 2
+count = 2
+"""
+
+
+def _cmdlines() -> dict[int, str]:
+    out = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                raw = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            out[int(entry)] = raw.replace(b"\0", b" ").decode(errors="replace")
+    return out
+
+
+def _ray_pids() -> set[int]:
+    return {
+        pid
+        for pid, cmd in _cmdlines().items()
+        if any(k in cmd for k in ("raylet", "gcs_server", "ray::", "default_worker.py"))
+    }
+
+
+def _tagged(tag: str) -> list[int]:
+    return [pid for pid, cmd in _cmdlines().items() if tag in cmd and pid != os.getpid()]
+
+
+def _wait_gone(pids_of, timeout: float = 20.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    left = pids_of()
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = pids_of()
+    return left
+
+
+def _job(jid: int, arrival: float, gpus: int, steps: int, tag: str, **extra: object) -> str:
+    cmd = [sys.executable, str(TRAIN), "--steps", str(steps), "--step-time", "0.05",
+           "--checkpoint-every", "5", "--tag", tag]
+    lines = [
+        "[[jobs]]",
+        f"job_id = {jid}",
+        f"arrival = {arrival}",
+        f"gpus = {gpus}",
+        f"command = {json.dumps(cmd)}",
+    ]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in extra.items()]
+    return "\n".join(lines) + "\n\n"
+
+
+def _ddl(*args: str, timeout: float = 110.0, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ddlsched.cli", *args],
+        capture_output=True, text=True, timeout=timeout, cwd=ROOT, **kw,
+    )
+
+
+def _events(out: Path) -> list[dict]:
+    return [json.loads(x) for x in (out / "events.jsonl").read_text().splitlines()]
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> tuple[Path, Path, str]:
+    tag = f"ddltest-{uuid.uuid4().hex[:12]}"
+    (tmp_path / "cluster.toml").write_text(CLUSTER)
+    # a long 4-GPU job first; short jobs arrive while it runs: Tiresias demotes it after its
+    # tiny threshold and preempts it for them; it resumes from its checkpoint afterwards
+    text = _job(0, 0.0, 4, 160, tag, duration=8.0)
+    for i, (arr, g, steps) in enumerate([(2.0, 2, 30), (2.5, 1, 30), (3.0, 1, 20),
+                                          (3.5, 2, 25), (4.0, 1, 20)], start=1):
+        text += _job(i, arr, g, steps, tag, duration=steps * 0.05)
+    (tmp_path / "jobs.toml").write_text(text)
+    return tmp_path / "cluster.toml", tmp_path / "jobs.toml", tag
+
+
+def test_tiresias_runs_six_real_jobs_with_a_preemption_and_resume(inputs, tmp_path) -> None:
+    cluster, jobs, tag = inputs
+    before = _ray_pids()
+    out = tmp_path / "out"
+    t0 = time.monotonic()
+    r = _ddl(
+        "live", "--cluster", str(cluster), "--workload", str(jobs), "--policy", "tiresias",
+        "--set", "interval=0.5", "--set", "tiresias_thresholds=0.0005", "--grace", "5",
+        "--quiet", "--out", str(out),
+    )
+    wall = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert wall < 120, wall
+    assert r.stdout.startswith("ran tiresias on backend live")
+    ev = _events(out)
+    finishes = [e["job"] for e in ev if e["event"] == "finish"]
+    assert sorted(finishes) == list(range(6))  # every job completes exactly once
+    stopped = [e for e in ev if e["event"] == "stopped"]
+    assert stopped, "no preemption happened"
+    # a preempted job resumes from its checkpoint, not from step 0
+    job = stopped[0]["job"]
+    firsts = [e["step"] for e in ev if e["event"] == "first_report" and e["job"] == job]
+    assert len(firsts) >= 2 and firsts[1] is not None and firsts[1] > 1, firsts
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["num_jobs"] == 6 and summary["failed_jobs"] == 0
+    assert not summary["interrupted"]
+    check = _ddl("check", str(out), timeout=60)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert _wait_gone(lambda: _tagged(tag)) == []
+    assert _wait_gone(lambda: _ray_pids() - before) == []
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda t: t.replace("gpus = 4", "gpus = 5"), "asks for 5 GPUs, the cluster has 4"),
+        (lambda t: t.replace(f'["{sys.executable}"', '["/no/such/python"', 1), "/no/such/python"),
+        (lambda t: t.replace("command = ", "comand = ", 1), "command"),
+    ],
+)
+def test_bad_job_files_are_one_line_and_start_nothing(inputs, tmp_path, edit, message) -> None:
+    cluster, jobs, tag = inputs
+    text = jobs.read_text().replace(f"[{json.dumps(sys.executable)}", f'["{sys.executable}"')
+    jobs.write_text(edit(text))
+    before = _ray_pids()
+    out = tmp_path / "out"
+    r = _ddl("live", "--cluster", str(cluster), "--workload", str(jobs), "--policy", "fifo",
+             "--quiet", "--out", str(out), timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("\n") == 1 and message in r.stderr, r.stderr
+    assert not out.exists()
+    assert _tagged(tag) == [] and _ray_pids() - before == set()
+
+
+def test_ctrl_c_stops_running_jobs_records_what_finished_and_leaves_nothing(
+    inputs, tmp_path
+) -> None:
+    cluster, jobs, tag = inputs
+    before = _ray_pids()
+    out = tmp_path / "out"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "ddlsched.cli", "live", "--cluster", str(cluster),
+         "--workload", str(jobs), "--policy", "fifo", "--grace", "5", "--quiet",
+         "--out", str(out)],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        # wait until a short job has finished and the long one runs
+        while time.monotonic() < deadline:
+            staging = list(tmp_path.glob(".out.*.tmp/events.jsonl"))
+            if staging and '"event": "finish"' in staging[0].read_text():
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("no job finished within 60 s")
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130, err[-2000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] is True and 1 <= summary["num_jobs"] < 6
+    ev = _events(out)
+    assert ev[-1]["event"] == "interrupted" and ev[-1]["stopped"]
+    assert _wait_gone(lambda: _tagged(tag)) == []
+    assert _wait_gone(lambda: _ray_pids() - before) == []
