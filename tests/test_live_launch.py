@@ -55,7 +55,9 @@ def launcher(request):
     if request.param == "ray":
         from ddlsched.live.raylauncher import RayLauncher
 
+        handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
         lau = RayLauncher.local(CLUSTER, ready_timeout=20.0, call_timeout=20.0)
+        assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers
     else:
         lau = LocalLauncher(CLUSTER)
     yield lau
@@ -288,3 +290,58 @@ def test_read_last_json(tmp_path):
     assert read_last_json(path) is None
     path.write_text('{"step": 1}\n[1, 2]\n\n{"step": 2}\n{"step": ')
     assert read_last_json(path) == {"step": 2}
+
+
+CONNECT = """
+import json, signal, sys, time
+import ray
+from ddlsched.live.launch import WorkerSpec
+from ddlsched.live.raylauncher import RayLauncher
+
+tmp = sys.argv[1]
+ray.init(num_cpus=1, num_gpus=3, include_dashboard=False, log_to_driver=False,
+         object_store_memory=128 * 1024 * 1024, configure_logging=False)
+handler = signal.getsignal(signal.SIGTERM)
+lau = RayLauncher.connect(ready_timeout=20, call_timeout=20)
+out = {"servers": [s.num_gpus for s in lau.cluster().servers],
+       "ip": ray.util.get_node_ip_address()}
+code = ("import json, os, sys; json.dump(dict(os.environ), open(sys.argv[1] + '/env.json', 'w'))")
+spec = WorkerSpec(job_id=1, rank=0, world_size=1, local_rank=0, server=0, gpus=(1, 2),
+                  command=(sys.executable, "-c", code, tmp), cwd=tmp, log_path=tmp + "/w.log")
+lau.launch(1, [spec])
+deadline = time.monotonic() + 30
+while not (state := lau.poll(1)).all_exited and time.monotonic() < deadline:
+    time.sleep(0.1)
+out["codes"] = list(state.exit_codes)
+lau.shutdown()
+out["still_up"] = ray.is_initialized()  # connect() did not start Ray: it leaves it running
+ray.shutdown()
+print(json.dumps(out))
+"""
+
+
+def test_connect_to_a_ray_cluster_with_gpus(tmp_path):
+    """``connect`` reads the cluster from Ray (one node with 3 declared GPUs), pins the worker
+    there, sets CUDA_VISIBLE_DEVICES to the chosen GPUs and MASTER_ADDR to the node's IP."""
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    env.pop("RAY_ADDRESS", None)
+    res = subprocess.run(
+        [PY, "-c", CONNECT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        start_new_session=True,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["servers"] == [3]
+    assert out["codes"] == [0]
+    assert out["still_up"] is True
+    worker = json.loads((tmp_path / "env.json").read_text())
+    assert worker["CUDA_VISIBLE_DEVICES"] == "1,2"
+    assert worker["MASTER_ADDR"] == out["ip"]
+    assert worker["DDLSCHED_GPUS"] == "1,2"
+    assert worker["DDLSCHED_STOP"] == str(tmp_path / "stop")

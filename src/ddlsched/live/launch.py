@@ -107,7 +107,7 @@ class Launcher(Protocol):
 
     A job's resources are released once ``poll``/``stop`` sees all its workers exited; the job id
     may then be launched again (a restart). ``poll``/``stop`` of a finished job return its last
-    state; of a job never launched raise ``KeyError``."""
+    state; of a job never launched raise ``KeyError``. Not thread-safe: one scheduler thread."""
 
     def launch(self, job_id: int, workers: list[WorkerSpec]) -> None: ...
 
@@ -116,6 +116,8 @@ class Launcher(Protocol):
     def stop(self, job_id: int, grace: float) -> JobPoll: ...
 
     def stop_many(self, job_ids: Iterable[int], grace: float) -> dict[int, JobPoll]: ...
+
+    def running_jobs(self) -> list[int]: ...
 
     def shutdown(self) -> None: ...
 

@@ -4,8 +4,10 @@ actor per worker that starts and watches the worker's process on its node.
 ``RayLauncher.local(cluster)`` starts a private Ray instance on this machine whose servers and GPUs
 are logical resources (``ddlsched_s<i>``), so a machine without GPUs runs any cluster.
 ``RayLauncher.connect(address)`` joins a Ray cluster and schedules on its real GPU nodes (one
-server per alive node with GPUs, pinned with the node's ``node:<ip>`` resource). Ray is imported
-only inside functions, so importing this module stays cheap.
+server per alive node with GPUs, pinned with the node's ``node:<ip>`` resource). There a worker's
+``cwd``, ``log_path`` and ``run_dir`` are paths on its node (a shared file system in practice), and
+every node must import ddlsched (the actors' class lives here). Ray is imported only inside
+functions, so importing this module stays cheap.
 """
 
 from __future__ import annotations
