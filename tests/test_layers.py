@@ -6,7 +6,7 @@ Bottom to top::
     1  perf
     2  core
     3  policies, planning, workloads
-    4  api, backends, policy, settings_scope, and the package façade ``ddlsched/__init__``
+    4  api, backends, live, policy, settings_scope, and the package façade ``ddlsched/__init__``
     5  experiments, config, sweep, report, check
     6  cli
 
@@ -53,6 +53,7 @@ LAYERS: dict[str, int] = {
     "settings": 4,
     "settings_scope": 4,
     "backends": 4,
+    "live": 4,
     "experiments": 5,
     "config": 5,
     "sweep": 5,

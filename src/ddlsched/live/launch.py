@@ -1,0 +1,434 @@
+"""The process layer of live mode: what one worker process is (``WorkerSpec``), what every launcher
+offers the scheduler (``Launcher``), and the plain-subprocess machinery the launchers share.
+
+A launcher starts a job's workers as a gang (all or none), reports their exit codes and the latest
+progress of rank 0, and stops them: stop file, SIGTERM to each worker's process group, SIGKILL
+after a grace period. Processes are only ever signalled by their own pid/pgid.
+
+Files of one job attempt live in ``WorkerSpec.run_dir`` (the scheduler picks one directory per job
+and attempt; empty: the directory of ``log_path``): ``stop`` (one per attempt, shared by its ranks)
+and ``progress.<rank>.jsonl``. The launcher creates the directory and removes a stale stop file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from ..core.cluster import Cluster
+
+#: exit code reported for a worker whose host went away (Ray node or actor died) before it exited
+LOST = -1000
+#: how long to wait for processes to go after SIGKILL before giving up on them
+KILL_WAIT = 10.0
+#: capacity slack: shares such as 1/3 + 1/3 + 1/3 must fit one GPU
+_EPS = 1e-6
+
+
+class LaunchError(RuntimeError):
+    """A gang could not be started (does not fit, a command cannot run, the cluster failed);
+    nothing of it is left running."""
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """One process of a job: its rank, where it runs (``server``: index in the launcher's cluster;
+    ``gpus``: global GPU ids of that server), what it runs and where its files go.
+
+    ``env`` holds the scheduler's variables (DDLSCHED_JOB_ID, DDLSCHED_ATTEMPT,
+    DDLSCHED_CHECKPOINT_DIR, DDLSCHED_BATCH_SIZE, ...); the launcher adds RANK, WORLD_SIZE,
+    LOCAL_RANK, MASTER_ADDR, MASTER_PORT, DDLSCHED_PROGRESS, DDLSCHED_STOP, DDLSCHED_GPUS and
+    DDLSCHED_JOB_ID (these win over ``env``). ``gpu_share`` is the fraction of each listed GPU the
+    worker claims (0.5 when a sharing policy puts two jobs on a GPU)."""
+
+    job_id: int
+    rank: int
+    world_size: int
+    local_rank: int
+    server: int
+    gpus: tuple[int, ...]
+    command: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str = "."
+    log_path: str = "worker.log"
+    run_dir: str = ""
+    gpu_share: float = 1.0
+
+    @property
+    def attempt_dir(self) -> Path:
+        """The per-job per-attempt directory holding the stop and progress files."""
+        return Path(self.run_dir) if self.run_dir else Path(self.log_path).parent
+
+    @property
+    def progress_path(self) -> Path:
+        return self.attempt_dir / f"progress.{self.rank}.jsonl"
+
+    @property
+    def stop_path(self) -> Path:
+        return self.attempt_dir / "stop"
+
+    @property
+    def claim(self) -> float:
+        """Logical GPUs this worker reserves on its server."""
+        return len(self.gpus) * self.gpu_share
+
+
+@dataclass(frozen=True)
+class JobPoll:
+    """The state of a job's workers, by rank: exit code (None: still running; negative: killed by
+    that signal; ``LOST``: its host went away), pid (on the worker's host) and the latest
+    progress record of rank 0 (the last JSON line of its progress file, None before the first)."""
+
+    job_id: int
+    exit_codes: tuple[int | None, ...]
+    pids: tuple[int, ...]
+    progress: dict | None
+
+    @property
+    def all_exited(self) -> bool:
+        return all(c is not None for c in self.exit_codes)
+
+    @property
+    def running(self) -> int:
+        """Number of workers still running."""
+        return sum(c is None for c in self.exit_codes)
+
+
+class Launcher(Protocol):
+    """What the live scheduler needs from the cluster layer (``RayLauncher``, ``LocalLauncher``).
+
+    A job's resources are released once ``poll``/``stop`` sees all its workers exited; the job id
+    may then be launched again (a restart). ``poll``/``stop`` of a finished job return its last
+    state; of a job never launched raise ``KeyError``. Not thread-safe: one scheduler thread."""
+
+    def launch(self, job_id: int, workers: list[WorkerSpec]) -> None: ...
+
+    def poll(self, job_id: int) -> JobPoll: ...
+
+    def stop(self, job_id: int, grace: float) -> JobPoll: ...
+
+    def stop_many(self, job_ids: Iterable[int], grace: float) -> dict[int, JobPoll]: ...
+
+    def running_jobs(self) -> list[int]: ...
+
+    def shutdown(self) -> None: ...
+
+    def cluster(self) -> Cluster: ...
+
+
+# ------------------------------------------------------------------------------- checks
+def check_gang(cluster: Cluster, job_id: int, workers: Sequence[WorkerSpec]) -> None:
+    """ValueError unless ``workers`` is one consistent gang of ``job_id`` on ``cluster``."""
+    if not workers:
+        raise ValueError(f"job {job_id}: a gang needs at least one worker")
+    n = len(workers)
+    for i, w in enumerate(workers):
+        if w.job_id != job_id or w.rank != i or w.world_size != n:
+            raise ValueError(
+                f"job {job_id}: worker {i} has job_id={w.job_id} rank={w.rank} "
+                f"world_size={w.world_size}; expected job_id={job_id} rank={i} world_size={n}"
+            )
+        if not 0 <= w.server < cluster.num_servers:
+            raise ValueError(f"job {job_id} rank {i}: no server {w.server}")
+        bad = [
+            g for g in w.gpus if not 0 <= g < cluster.num_gpus or cluster.gpu_server[g] != w.server
+        ]
+        if bad:
+            raise ValueError(f"job {job_id} rank {i}: GPUs {bad} are not on server {w.server}")
+        if not w.command:
+            raise ValueError(f"job {job_id} rank {i}: empty command")
+        if not 0 < w.gpu_share <= 1:
+            raise ValueError(f"job {job_id} rank {i}: gpu_share {w.gpu_share} not in (0, 1]")
+
+
+def claims(workers: Iterable[WorkerSpec]) -> dict[int, float]:
+    """Logical GPUs a gang reserves, per server."""
+    out: dict[int, float] = {}
+    for w in workers:
+        out[w.server] = out.get(w.server, 0.0) + w.claim
+    return out
+
+
+class Capacity:
+    """Bookkeeping of logical GPUs reserved per server, so a gang that cannot fit fails at once."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self._free = [float(s.num_gpus) for s in cluster.servers]
+
+    def take(self, job_id: int, want: Mapping[int, float]) -> None:
+        short = {s: (n, self._free[s]) for s, n in want.items() if n > self._free[s] + _EPS}
+        if short:
+            text = ", ".join(
+                f"server {s}: {n:g} GPUs wanted, {f:g} free" for s, (n, f) in short.items()
+            )
+            raise LaunchError(f"job {job_id} does not fit: {text}")
+        for s, n in want.items():
+            self._free[s] -= n
+
+    def give(self, want: Mapping[int, float]) -> None:
+        for s, n in want.items():
+            self._free[s] += n
+
+    def free(self, server: int) -> float:
+        return self._free[server]
+
+
+# ---------------------------------------------------------------------- environment
+def worker_env(
+    spec: WorkerSpec,
+    master_addr: str,
+    master_port: int,
+    base: Mapping[str, str],
+    cuda_visible: str | None = None,
+) -> dict[str, str]:
+    """The environment of one worker (LIVE.md's contract): ``base``, then the scheduler's
+    ``spec.env``, then the launcher's variables; CUDA_VISIBLE_DEVICES only when given."""
+    env = dict(base)
+    env.update({str(k): str(v) for k, v in spec.env.items()})
+    env.update(
+        RANK=str(spec.rank),
+        WORLD_SIZE=str(spec.world_size),
+        LOCAL_RANK=str(spec.local_rank),
+        MASTER_ADDR=master_addr,
+        MASTER_PORT=str(master_port),
+        DDLSCHED_JOB_ID=str(spec.job_id),
+        DDLSCHED_GPUS=",".join(str(g) for g in spec.gpus),
+        DDLSCHED_PROGRESS=str(Path(spec.cwd, spec.progress_path).absolute()),
+        DDLSCHED_STOP=str(Path(spec.cwd, spec.stop_path).absolute()),
+    )
+    if cuda_visible is not None:
+        env["CUDA_VISIBLE_DEVICES"] = cuda_visible
+    return env
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on ``host`` now (the OS's pick; the usual small race until it is bound)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def read_last_json(path: str | Path, tail: int = 65536) -> dict | None:
+    """The last complete JSON object line of ``path`` (a half-written last line is skipped);
+    None when the file is missing or holds none. Reads at most ``tail`` bytes."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - tail))
+            data = f.read()
+    except OSError:
+        return None
+    for line in reversed(data.splitlines()):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(doc, dict):
+            return doc
+    return None
+
+
+# --------------------------------------------------------------------------- processes
+class WorkerProcess:
+    """One worker's process in its own session (so its process group is its pgid = pid).
+
+    The group is SIGKILLed once the leader has exited but before it is reaped, so no straggler of
+    the group survives and the pgid cannot have been reused by then."""
+
+    def __init__(self, spec: WorkerSpec, env: Mapping[str, str]) -> None:
+        self.spec = spec
+        self.env = dict(env)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.returncode: int | None = None
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid if self._proc is not None else -1
+
+    def start(self) -> int:
+        """Start the process (FileNotFoundError/PermissionError when the command cannot run)."""
+        spec = self.spec
+        stop = Path(spec.cwd, spec.stop_path)
+        stop.parent.mkdir(parents=True, exist_ok=True)
+        stop.unlink(missing_ok=True)
+        log = Path(spec.cwd, spec.log_path)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "ab") as out:
+            self._proc = subprocess.Popen(
+                list(spec.command),
+                env=self.env,
+                cwd=spec.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+            )
+        return self._proc.pid
+
+    def poll(self) -> int | None:
+        """The exit code once the process has exited (its group then SIGKILLed), else None."""
+        if self.returncode is not None or self._proc is None:
+            return self.returncode
+        if not self._leader_exited():
+            return None
+        self._signal_group(signal.SIGKILL)
+        self.returncode = self._proc.wait()
+        return self.returncode
+
+    def progress(self) -> dict | None:
+        return read_last_json(Path(self.spec.cwd, self.spec.progress_path))
+
+    def terminate(self) -> None:
+        """Ask to stop: create the stop file, SIGTERM the process group."""
+        Path(self.spec.cwd, self.spec.stop_path).touch()
+        if self.poll() is None:
+            self._signal_group(signal.SIGTERM)
+
+    def kill(self) -> None:
+        """SIGKILL the process group (no wait; ``poll`` reaps)."""
+        if self.poll() is None:
+            self._signal_group(signal.SIGKILL)
+
+    def _leader_exited(self) -> bool:
+        assert self._proc is not None
+        waitid = getattr(os, "waitid", None)
+        if waitid is None:  # not Linux: reap at once (the pgid is then killed just after)
+            code = self._proc.poll()
+            return code is not None
+        try:
+            info = waitid(os.P_PID, self._proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return True
+        return info is not None and info.si_pid == self._proc.pid
+
+    def _signal_group(self, sig: int) -> None:
+        assert self._proc is not None
+        try:
+            os.killpg(self._proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def stop_gang(
+    terminate: Callable[[], None],
+    kill: Callable[[], None],
+    poll: Callable[[], bool],
+    grace: float,
+    interval: float = 0.05,
+) -> bool:
+    """The stop protocol over a set of workers: ``terminate`` (stop file + SIGTERM), wait up to
+    ``grace`` for ``poll`` to say all exited, then ``kill`` and wait up to ``KILL_WAIT``. Returns
+    whether all exited."""
+    terminate()
+    deadline = time.monotonic() + max(0.0, grace)
+    while not poll():
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(interval)
+    else:
+        return True
+    kill()
+    deadline = time.monotonic() + KILL_WAIT
+    while not poll():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+    return True
+
+
+# ------------------------------------------------------------------------ local launcher
+class LocalLauncher:
+    """Workers as plain subprocesses of this process, on a cluster of logical GPUs (no Ray):
+    the fast path, and the reference the Ray launcher is tested against."""
+
+    def __init__(self, cluster: Cluster, master_addr: str = "127.0.0.1") -> None:
+        self._cluster = cluster
+        self._addr = master_addr
+        self._capacity = Capacity(cluster)
+        self._jobs: dict[int, list[WorkerProcess]] = {}
+        self._final: dict[int, JobPoll] = {}
+
+    def __enter__(self) -> LocalLauncher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def cluster(self) -> Cluster:
+        return self._cluster
+
+    def running_jobs(self) -> list[int]:
+        return sorted(self._jobs)
+
+    def launch(self, job_id: int, workers: list[WorkerSpec]) -> None:
+        check_gang(self._cluster, job_id, workers)
+        if job_id in self._jobs:
+            raise LaunchError(f"job {job_id} is already running")
+        want = claims(workers)
+        self._capacity.take(job_id, want)
+        port = free_port(self._addr)
+        procs: list[WorkerProcess] = []
+        try:
+            for w in workers:
+                p = WorkerProcess(w, worker_env(w, self._addr, port, os.environ))
+                procs.append(p)
+                p.start()
+        except (OSError, subprocess.SubprocessError) as e:
+            stop_gang(
+                lambda: [p.kill() for p in procs if p.pid > 0],
+                lambda: None,
+                lambda: all(p.poll() is not None for p in procs if p.pid > 0),
+                0.0,
+            )
+            self._capacity.give(want)
+            raise LaunchError(
+                f"job {job_id}: cannot start {workers[len(procs) - 1].command[0]!r}: {e}"
+            ) from e
+        self._jobs[job_id] = procs
+        self._final.pop(job_id, None)
+
+    def poll(self, job_id: int) -> JobPoll:
+        if job_id not in self._jobs:
+            return self._final[job_id]
+        procs = self._jobs[job_id]
+        codes = tuple(p.poll() for p in procs)
+        state = JobPoll(job_id, codes, tuple(p.pid for p in procs), procs[0].progress())
+        if state.all_exited:
+            self._release(job_id, state)
+        return state
+
+    def stop(self, job_id: int, grace: float) -> JobPoll:
+        return self.stop_many([job_id], grace)[job_id]
+
+    def stop_many(self, job_ids: Iterable[int], grace: float) -> dict[int, JobPoll]:
+        ids = list(job_ids)
+        live = [p for j in ids if j in self._jobs for p in self._jobs[j]]
+        stop_gang(
+            lambda: [p.terminate() for p in live],
+            lambda: [p.kill() for p in live],
+            lambda: all(p.poll() is not None for p in live),
+            grace,
+        )
+        return {j: self.poll(j) for j in ids}
+
+    def shutdown(self, grace: float = 2.0) -> None:
+        """Stop every job still running (SIGTERM, then SIGKILL after ``grace``)."""
+        self.stop_many(list(self._jobs), grace)
+
+    def _release(self, job_id: int, state: JobPoll) -> None:
+        procs = self._jobs.pop(job_id)
+        self._capacity.give(claims(p.spec for p in procs))
+        self._final[job_id] = state

@@ -1,0 +1,347 @@
+"""The live process layer (issue #13): both launchers start real gangs with LIVE.md's
+environment, report exit codes and progress, stop with SIGTERM then SIGKILL, refuse gangs that do
+not fit, and leave no process behind. One private Ray instance serves the whole module."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ddlsched.core.cluster import Cluster
+from ddlsched.live.launch import JobPoll, LaunchError, LocalLauncher, WorkerSpec, read_last_json
+
+PY = sys.executable
+CLUSTER = Cluster.homogeneous(2, 2)
+
+
+def children(pid: int) -> set[int]:
+    """Live (non-zombie) child processes of ``pid``, from /proc."""
+    found = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            kids = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for kid in kids:
+            try:
+                state = Path(f"/proc/{kid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state != "Z":
+                found.add(int(kid))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+BEFORE = children(os.getpid())
+
+
+@pytest.fixture(scope="module", params=["subprocess", "ray"])
+def launcher(request):
+    if request.param == "ray":
+        from ddlsched.live.raylauncher import RayLauncher
+
+        handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+        lau = RayLauncher.local(CLUSTER, ready_timeout=20.0, call_timeout=20.0)
+        assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers
+    else:
+        lau = LocalLauncher(CLUSTER)
+    yield lau
+    lau.shutdown()
+
+
+def gang(tmp: Path, job_id: int, code: str, placement, args=(), env=None) -> list[WorkerSpec]:
+    """Workers of one job running ``python -c code``; placement: (server, gpus) per rank."""
+    n = len(placement)
+    run = tmp / f"job{job_id}" / "attempt0"
+    locals_seen: dict[int, int] = {}
+    out = []
+    for rank, (server, gpus) in enumerate(placement):
+        local = locals_seen.get(server, 0)
+        locals_seen[server] = local + 1
+        out.append(
+            WorkerSpec(
+                job_id=job_id,
+                rank=rank,
+                world_size=n,
+                local_rank=local,
+                server=server,
+                gpus=tuple(gpus),
+                command=(PY, "-c", code, *args),
+                env=env or {"DDLSCHED_ATTEMPT": "0"},
+                cwd=str(tmp),
+                log_path=str(run / f"rank{rank}.log"),
+                run_dir=str(run),
+            )
+        )
+    return out
+
+
+def wait_exit(lau, job_id: int, timeout: float = 30.0) -> JobPoll:
+    deadline = time.monotonic() + timeout
+    while True:
+        state = lau.poll(job_id)
+        if state.all_exited:
+            return state
+        assert time.monotonic() < deadline, f"job {job_id} still running: {state}"
+        time.sleep(0.1)
+
+
+def wait_progress(lau, job_id: int, timeout: float = 30.0) -> JobPoll:
+    deadline = time.monotonic() + timeout
+    while True:
+        state = lau.poll(job_id)
+        if state.progress is not None:
+            return state
+        assert not state.all_exited, f"job {job_id} exited before reporting: {state}"
+        assert time.monotonic() < deadline, f"job {job_id} never reported"
+        time.sleep(0.1)
+
+
+DUMP_ENV = (
+    "import json, os, sys\n"
+    "json.dump(dict(os.environ), open(sys.argv[1] + '/env' + os.environ['RANK'] + '.json', 'w'))\n"
+)
+
+
+def test_env_contract(launcher, tmp_path):
+    specs = gang(
+        tmp_path,
+        1,
+        DUMP_ENV,
+        [(0, [0]), (1, [2, 3])],
+        args=(str(tmp_path),),
+        env={"DDLSCHED_ATTEMPT": "0", "DDLSCHED_CHECKPOINT_DIR": str(tmp_path / "ck"), "RANK": "9"},
+    )
+    launcher.launch(1, specs)
+    state = wait_exit(launcher, 1)
+    assert state.exit_codes == (0, 0)
+    envs = [json.loads((tmp_path / f"env{r}.json").read_text()) for r in range(2)]
+    run = tmp_path / "job1" / "attempt0"
+    for r, env in enumerate(envs):
+        assert env["RANK"] == str(r)  # the launcher's RANK wins over the scheduler's env
+        assert env["WORLD_SIZE"] == "2"
+        assert env["LOCAL_RANK"] == "0"
+        assert env["MASTER_ADDR"] == "127.0.0.1"
+        assert 0 < int(env["MASTER_PORT"]) < 65536
+        assert env["DDLSCHED_JOB_ID"] == "1"
+        assert env["DDLSCHED_ATTEMPT"] == "0"
+        assert env["DDLSCHED_CHECKPOINT_DIR"] == str(tmp_path / "ck")
+        assert env["DDLSCHED_PROGRESS"] == str(run / f"progress.{r}.jsonl")
+        assert env["DDLSCHED_STOP"] == str(run / "stop")
+        assert env.get("CUDA_VISIBLE_DEVICES") == os.environ.get("CUDA_VISIBLE_DEVICES")
+        assert not any(k.startswith("RAY_") and k not in os.environ for k in env)
+    assert envs[0]["MASTER_PORT"] == envs[1]["MASTER_PORT"]
+    assert (envs[0]["DDLSCHED_GPUS"], envs[1]["DDLSCHED_GPUS"]) == ("0", "2,3")
+    assert (run / "rank0.log").exists()
+    # resources are released: the same GPUs take a new gang at once
+    launcher.launch(1, specs)
+    assert wait_exit(launcher, 1).exit_codes == (0, 0)
+
+
+PROGRESS = (
+    "import json, os, sys, time\n"
+    "with open(os.environ['DDLSCHED_PROGRESS'], 'a') as f:\n"
+    "    for step in range(1, 6):\n"
+    "        f.write(json.dumps({'time': time.time(), 'step': step, 'loss': 1.0 / step}) + '\\n')\n"
+    "        f.flush()\n"
+    '    f.write(\'{"time": 1, "st\')\n'  # a half-written last line is skipped
+    "print('rank', os.environ['RANK'], 'done')\n"
+    "sys.exit(0 if os.environ['RANK'] == '0' else 3)\n"
+)
+
+
+def test_progress_and_exit_codes(launcher, tmp_path):
+    launcher.launch(2, gang(tmp_path, 2, PROGRESS, [(1, [2]), (1, [3])]))
+    state = wait_exit(launcher, 2)
+    assert state.exit_codes == (0, 3)
+    assert state.progress is not None and state.progress["step"] == 5
+    assert launcher.poll(2) == state  # a finished job keeps its last state
+    assert "rank 1 done" in (tmp_path / "job2" / "attempt0" / "rank1.log").read_text()
+
+
+# installs its handler, spawns a grandchild in its group, reports, then waits
+STUBBORN = (
+    "import json, os, signal, subprocess, sys, time\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "kid = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)'])\n"
+    "open(os.environ['DDLSCHED_PROGRESS'], 'a').write(json.dumps({'step': 0, 'kid': kid.pid}) + '\\n')\n"
+    "time.sleep(120)\n"
+)
+POLITE = (
+    "import json, os, signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, lambda *a: sys.exit(7 if os.path.exists(os.environ['DDLSCHED_STOP']) else 1))\n"
+    "open(os.environ['DDLSCHED_PROGRESS'], 'a').write(json.dumps({'step': 0}) + '\\n')\n"
+    "time.sleep(120)\n"
+)
+
+
+def test_stop_kills_after_grace(launcher, tmp_path):
+    launcher.launch(3, gang(tmp_path, 3, STUBBORN, [(0, [0, 1])]))
+    kid = wait_progress(launcher, 3).progress["kid"]
+    assert alive(kid)
+    t = time.monotonic()
+    state = launcher.stop(3, grace=1.0)
+    took = time.monotonic() - t
+    assert state.exit_codes == (-signal.SIGKILL,)
+    assert 1.0 <= took < 8.0
+    assert (tmp_path / "job3" / "attempt0" / "stop").exists()
+    deadline = time.monotonic() + 5
+    while alive(kid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(kid), "the worker's grandchild survived the stop"
+    assert not any(alive(p) for p in state.pids)
+
+
+def test_stop_lets_a_polite_job_exit(launcher, tmp_path):
+    launcher.launch(4, gang(tmp_path, 4, POLITE, [(0, [0]), (1, [2])]))
+    wait_progress(launcher, 4)
+    time.sleep(0.3)  # rank 1 installs its handler too
+    t = time.monotonic()
+    state = launcher.stop(4, grace=15.0)
+    assert state.exit_codes == (7, 7)
+    assert time.monotonic() - t < 8.0
+
+
+def test_gang_that_does_not_fit(launcher, tmp_path):
+    launcher.launch(5, gang(tmp_path, 5, POLITE, [(0, [0, 1])]))
+    t = time.monotonic()
+    with pytest.raises(LaunchError, match="does not fit"):
+        launcher.launch(6, gang(tmp_path, 6, POLITE, [(1, [2, 3]), (0, [1])]))
+    assert time.monotonic() - t < 2.0
+    assert launcher.running_jobs() == [5]
+    with pytest.raises(LaunchError, match="already running"):
+        launcher.launch(5, gang(tmp_path, 5, POLITE, [(1, [2])]))
+    with pytest.raises(ValueError, match="not on server"):
+        launcher.launch(6, gang(tmp_path, 6, POLITE, [(1, [0])]))
+    launcher.stop(5, grace=5.0)
+    # a command that cannot start: nothing of the gang is left
+    bad = gang(tmp_path, 7, POLITE, [(0, [0]), (1, [2])])
+    bad[1] = WorkerSpec(**{**bad[1].__dict__, "command": (str(tmp_path / "no-such-program"),)})
+    with pytest.raises(LaunchError, match="no-such-program"):
+        launcher.launch(7, bad)
+    assert launcher.running_jobs() == []
+    with pytest.raises(KeyError):
+        launcher.poll(7)
+
+
+def test_ray_placement_timeout(launcher, tmp_path):
+    """Ray itself refuses a gang (its resource held by someone else): launch gives up within
+    ready_timeout and leaves nothing; once free, the same gang starts."""
+    if isinstance(launcher, LocalLauncher):
+        pytest.skip("Ray only")
+    import ray
+    from ray.util.placement_group import placement_group, remove_placement_group
+
+    other = placement_group([{"ddlsched_s1": 2.0}])
+    ray.get(other.ready(), timeout=20)
+    launcher.ready_timeout = 2.0
+    try:
+        t = time.monotonic()
+        with pytest.raises(LaunchError, match="did not place"):
+            launcher.launch(8, gang(tmp_path, 8, PROGRESS, [(1, [2]), (1, [3])]))
+        assert time.monotonic() - t < 6.0
+        assert launcher.running_jobs() == []
+    finally:
+        remove_placement_group(other)
+        launcher.ready_timeout = 20.0
+    launcher.launch(8, gang(tmp_path, 8, PROGRESS, [(1, [2]), (1, [3])]))
+    assert wait_exit(launcher, 8).exit_codes == (0, 3)
+
+
+def test_shutdown_leaves_nothing(launcher, tmp_path):
+    launcher.launch(9, gang(tmp_path, 9, STUBBORN, [(0, [0]), (1, [3])]))
+    state = wait_progress(launcher, 9)
+    deadline = time.monotonic() + 20
+    while not all(p > 0 for p in state.pids) and time.monotonic() < deadline:
+        state = launcher.poll(9)
+    pids = [*state.pids, state.progress["kid"]]
+    assert all(alive(p) for p in pids)
+    launcher.shutdown(grace=0.5)
+    launcher.shutdown()  # twice is fine
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        left = [p for p in pids if alive(p)]
+        extra = children(os.getpid()) - BEFORE
+        if not left and not extra:
+            break
+        time.sleep(0.2)
+    assert not [p for p in pids if alive(p)]
+    assert children(os.getpid()) - BEFORE == set()
+
+
+def test_read_last_json(tmp_path):
+    path = tmp_path / "p.jsonl"
+    assert read_last_json(path) is None
+    path.write_text('{"step": 1}\n[1, 2]\n\n{"step": 2}\n{"step": ')
+    assert read_last_json(path) == {"step": 2}
+
+
+CONNECT = """
+import json, signal, sys, time
+import ray
+from ddlsched.live.launch import WorkerSpec
+from ddlsched.live.raylauncher import RayLauncher
+
+tmp = sys.argv[1]
+ray.init(num_cpus=1, num_gpus=3, include_dashboard=False, log_to_driver=False,
+         object_store_memory=128 * 1024 * 1024, configure_logging=False)
+handler = signal.getsignal(signal.SIGTERM)
+lau = RayLauncher.connect(ready_timeout=20, call_timeout=20)
+out = {"servers": [s.num_gpus for s in lau.cluster().servers],
+       "ip": ray.util.get_node_ip_address()}
+code = ("import json, os, sys; json.dump(dict(os.environ), open(sys.argv[1] + '/env.json', 'w'))")
+spec = WorkerSpec(job_id=1, rank=0, world_size=1, local_rank=0, server=0, gpus=(1, 2),
+                  command=(sys.executable, "-c", code, tmp), cwd=tmp, log_path=tmp + "/w.log")
+lau.launch(1, [spec])
+deadline = time.monotonic() + 30
+while not (state := lau.poll(1)).all_exited and time.monotonic() < deadline:
+    time.sleep(0.1)
+out["codes"] = list(state.exit_codes)
+lau.shutdown()
+out["still_up"] = ray.is_initialized()  # connect() did not start Ray: it leaves it running
+ray.shutdown()
+print(json.dumps(out))
+"""
+
+
+def test_connect_to_a_ray_cluster_with_gpus(tmp_path):
+    """``connect`` reads the cluster from Ray (one node with 3 declared GPUs), pins the worker
+    there, sets CUDA_VISIBLE_DEVICES to the chosen GPUs and MASTER_ADDR to the node's IP."""
+    import subprocess
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    env.pop("RAY_ADDRESS", None)
+    res = subprocess.run(
+        [PY, "-c", CONNECT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        start_new_session=True,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    assert out["servers"] == [3]
+    assert out["codes"] == [0]
+    assert out["still_up"] is True
+    worker = json.loads((tmp_path / "env.json").read_text())
+    assert worker["CUDA_VISIBLE_DEVICES"] == "1,2"
+    assert worker["MASTER_ADDR"] == out["ip"]
+    assert worker["DDLSCHED_GPUS"] == "1,2"
+    assert worker["DDLSCHED_STOP"] == str(tmp_path / "stop")
