@@ -66,6 +66,7 @@ class LiveRun:
     failed: bool = False
     progress: dict | None = None  # the last report of rank 0
     first_step: list[object] = field(default_factory=list)  # first reported step per attempt
+    startup: list[float] = field(default_factory=list)  # seconds from launch to first report
     exit_codes: tuple[int | None, ...] = ()
 
 
@@ -230,6 +231,7 @@ class LiveExecutor:
             return
         if len(r.first_step) <= r.attempt:
             r.first_step.append(p.progress.get("step"))
+            r.startup.append(self.sim.now - r.since)
             self._event("first_report", job, attempt=r.attempt, step=p.progress.get("step"))
         r.progress = p.progress
 
@@ -252,6 +254,28 @@ class LiveExecutor:
             self._ended(job, r, polls[job.job_id])
             self._event("stopped", job, exit_codes=list(r.exit_codes), step=self._step(r))
         return [j.job_id for j in running]
+
+    def measured(self) -> list[dict[str, object]]:
+        """Per finished job, what the run measured: its arrival, GPUs, the seconds it ran on
+        GPUs over all attempts (``duration``: a trace job for ``ddlsched run``, to simulate
+        the same workload) and the mean seconds from launch to its first report."""
+        rows = []
+        for job in sorted(self.sim.jobs, key=lambda j: (j.arrival, j.job_id)):
+            r = self.runs[job.job_id]
+            if job.finish is None or r.failed:
+                continue
+            startup = sum(r.startup) / len(r.startup) if r.startup else 0.0
+            rows.append(
+                {
+                    "arrival": job.arrival,
+                    "num_gpus": job.num_gpus,
+                    "duration": round(r.attained, 6),
+                    "name": f"live-{job.job_id}",
+                    "attempts": r.attempt + 1,
+                    "startup": round(startup, 6),
+                }
+            )
+        return rows
 
     def summary(self) -> dict[str, object]:
         """Extra ``summary.json`` keys of a live run."""

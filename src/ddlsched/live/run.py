@@ -159,12 +159,33 @@ def run_live(
             res.summary.update(executor.summary())
             res.summary["interrupted"] = interrupted is not None
             log.close()
+            write_measured(executor.measured(), d / "measured.csv")
             write_result_files(res, d, config=record)
         finally:
             launcher.shutdown()
     if interrupted is not None:
         raise interrupted
     return res, False
+
+
+def write_measured(rows: list[dict[str, object]], path: Path) -> None:
+    """``measured.csv``: the finished jobs as a generic trace (docs/formats.md): arrival,
+    num_gpus, duration = the seconds the job held its GPUs over all attempts, name — so that
+    ``ddlsched run --workload OUT/measured.csv`` simulates the workload the live run measured
+    (``ddlsched compare`` then shows the gap)."""
+    import csv
+    import io
+
+    from ..core.rundir import write_file
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["arrival", "num_gpus", "duration", "name"])
+    for r in rows:
+        w.writerow(
+            [repr(float(r["arrival"])), r["num_gpus"], repr(float(r["duration"])), r["name"]]
+        )  # type: ignore[arg-type]
+    write_file(path, buf.getvalue().encode("utf-8"))
 
 
 def _launcher(cfg: LiveConfig, cluster: Cluster | None):  # noqa: ANN202 - a Launcher
