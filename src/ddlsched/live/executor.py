@@ -15,8 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -281,18 +280,11 @@ class LiveExecutor:
         """Extra ``summary.json`` keys of a live run."""
         failed = sorted(i for i, r in self.runs.items() if r.failed)
         restarts = sum(max(r.attempt, 0) for r in self.runs.values())
+        startups = [s for r in self.runs.values() for s in r.startup]
         return {
             "failed_jobs": len(failed),
             "failed_job_ids": failed,
             "attempts_restarted": restarts,
+            # seconds from a launch to the job's first progress report, over all attempts
+            "mean_startup_s": sum(startups) / len(startups) if startups else 0.0,
         }
-
-
-def first_steps(runs: Sequence[LiveRun]) -> dict[int, list[object]]:
-    """Job id → the first step each attempt reported (a resumed job continues, not 0)."""
-    return {r.job.job_id: list(r.first_step) for r in runs}
-
-
-def wall_time() -> float:
-    """Unix time (for records that must be comparable across hosts)."""
-    return time.time()
