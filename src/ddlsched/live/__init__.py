@@ -264,7 +264,12 @@ def save_checkpoint(path: str | os.PathLike[str], data: bytes | str) -> None:
     """Write ``data`` to ``path`` atomically (a temporary file in the same directory, synced,
     then renamed over ``path``): a process killed mid-write leaves the previous checkpoint."""
     path = os.fspath(path)
-    payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    if isinstance(data, str):
+        payload = data.encode("utf-8")
+    elif isinstance(data, bytes | bytearray | memoryview):
+        payload = bytes(data)
+    else:
+        raise TypeError(f"save_checkpoint: data must be bytes or str, not {type(data).__name__}")
     tmp = f"{path}.tmp-{os.getpid()}"
     try:
         with open(tmp, "wb") as f:

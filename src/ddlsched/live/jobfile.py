@@ -148,6 +148,8 @@ def _command(value: Any, where: _Where) -> tuple[str, ...]:
         except ValueError as e:
             raise where.error(f"cannot split the command like a shell: {e}", "command") from None
     else:
+        if isinstance(value, str) and not value.strip():
+            raise where.error("the command is empty", "command")
         if isinstance(value, str):
             raise where.error(
                 'expected a list of strings such as ["python3", "train.py"], got text '
@@ -174,11 +176,12 @@ def _command(value: Any, where: _Where) -> tuple[str, ...]:
 def _build(record: dict[str, Any], where: _Where) -> LiveJob:
     """One validated job from a field -> raw value mapping (text from CSV, typed from TOML)."""
     for name in REQUIRED_FIELDS:
-        if _missing(record.get(name)):
-            if name == "command" and name in record and record[name] is not None:
+        if name not in record or (where.text and _missing(record[name])):
+            if name == "command" and name in record:
                 raise where.error("the command is empty", name)
             raise where.error(f"missing {name}", name)
-    present = {k: v for k, v in record.items() if not _missing(v)}
+    # an empty CSV cell leaves an optional field out; in TOML a key given is a value to check
+    present = {k: v for k, v in record.items() if not (where.text and _missing(v))}
     job_id = _int(present, "job_id", where, 0) if "job_id" in present else where.index
     fields: dict[str, Any] = {
         "job_id": job_id,
@@ -206,7 +209,8 @@ def _finish(jobs: list[LiveJob], wheres: list[_Where]) -> list[LiveJob]:
     for job, where in zip(jobs, wheres, strict=True):
         if job.job_id in first:
             other = first[job.job_id]
-            was = f"line {other.line_of(None)}" if other.text else f"jobs[{other.index}]"
+            line = other.line_of(None)
+            was = f"line {line}" if line is not None else f"jobs[{other.index}]"
             raise where.error(f"duplicate job_id {job.job_id} (also at {was})", "job_id")
         first[job.job_id] = where
     return sorted(jobs, key=lambda j: (j.arrival, j.job_id))
