@@ -1,1 +1,295 @@
-"""Live mode (issue #13): placeholder; the job-side client lives here (another helper writes it)."""
+"""The job-side client of ddlsched's live mode: a training program imports it to report its
+progress and to learn when the scheduler wants it to stop (docs/live.md, "The job contract").
+
+A program written against it runs unchanged outside ddlsched: every call is then a cheap no-op
+or returns its default. Typical use::
+
+    import ddlsched.live as live
+
+    step = load_checkpoint_or_zero(live.checkpoint_dir())
+    while step < steps:
+        loss = train_one_step()
+        step += 1
+        live.report(step=step, samples=step * batch, loss=loss)
+        if live.should_stop():
+            save_checkpoint()
+            raise SystemExit(0)  # any exit after a stop request is a preemption
+
+This module imports only the standard library, so importing it costs nothing beyond the
+``ddlsched`` package itself and it never pulls a heavy dependency into a training process.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import threading
+import time
+from typing import IO, Any
+
+__all__ = [
+    "attempt",
+    "batch_size",
+    "checkpoint_dir",
+    "gpus",
+    "job_id",
+    "load_checkpoint",
+    "local_rank",
+    "rank",
+    "report",
+    "save_checkpoint",
+    "should_stop",
+    "under_ddlsched",
+    "world_size",
+]
+
+#: Environment variables the scheduler sets for every worker process of a job (docs/live.md).
+ENV_JOB_ID = "DDLSCHED_JOB_ID"
+ENV_ATTEMPT = "DDLSCHED_ATTEMPT"
+ENV_GPUS = "DDLSCHED_GPUS"
+ENV_CHECKPOINT_DIR = "DDLSCHED_CHECKPOINT_DIR"
+ENV_PROGRESS = "DDLSCHED_PROGRESS"
+ENV_STOP = "DDLSCHED_STOP"
+ENV_BATCH_SIZE = "DDLSCHED_BATCH_SIZE"
+
+#: Least time between two looks at the stop file (seconds): should_stop() stays cheap in a loop.
+STOP_CHECK_INTERVAL = 0.2
+
+_lock = threading.Lock()
+_stop_requested = False  # set by the SIGTERM handler or once the stop file was seen
+_last_stop_check = -math.inf  # time.monotonic() of the last look at the stop file
+_handler_installed = False
+_previous_handler: Any = None
+_progress: tuple[str, IO[str]] | None = None  # (path, open handle) of the progress file
+
+
+# ---------------------------------------------------------------------------------- environment
+def under_ddlsched() -> bool:
+    """True when this process was started by ddlsched's live mode (``DDLSCHED_JOB_ID`` set)."""
+    return bool(os.environ.get(ENV_JOB_ID))
+
+
+def _env_int(name: str, default: int) -> int:
+    """An integer environment variable, or ``default`` when it is unset, empty or not a number
+    (the client never fails a training program over its environment)."""
+    raw = os.environ.get(name, "").strip()
+    try:
+        return int(raw) if raw else default
+    except ValueError:
+        return default
+
+
+def job_id() -> int | None:
+    """The job's id in the scheduler's job file, or None outside ddlsched."""
+    value = _env_int(ENV_JOB_ID, -1)
+    return value if value >= 0 else None
+
+
+def attempt() -> int:
+    """How many times this job was started before: 0 at its first start, +1 per restart."""
+    return _env_int(ENV_ATTEMPT, 0)
+
+
+def rank() -> int:
+    """This worker's global rank (``RANK``; 0 outside a multi-process job)."""
+    return _env_int("RANK", 0)
+
+
+def world_size() -> int:
+    """The number of worker processes of the job (``WORLD_SIZE``; 1 outside one)."""
+    return _env_int("WORLD_SIZE", 1)
+
+
+def local_rank() -> int:
+    """This worker's rank on its node (``LOCAL_RANK``; 0 outside a multi-process job)."""
+    return _env_int("LOCAL_RANK", 0)
+
+
+def gpus() -> list[int]:
+    """The cluster-wide GPU ids the policy gave the job (``DDLSCHED_GPUS``; empty outside
+    ddlsched). For the devices a process may use, read ``CUDA_VISIBLE_DEVICES``."""
+    out = []
+    for part in os.environ.get(ENV_GPUS, "").split(","):
+        part = part.strip()
+        if part.isdigit():
+            out.append(int(part))
+    return out
+
+
+def checkpoint_dir() -> str | None:
+    """The job's checkpoint directory (it exists and stays the same across restarts), or None
+    outside ddlsched: a program saves its state there and resumes from it at start."""
+    return os.environ.get(ENV_CHECKPOINT_DIR) or None
+
+
+def batch_size(default: int | None = None) -> int | None:
+    """The total batch size an elastic policy (pollux) chose for this run, or ``default`` when
+    the scheduler chose none. Split it across ``world_size()`` workers yourself."""
+    value = _env_int(ENV_BATCH_SIZE, 0)
+    return value if value > 0 else default
+
+
+# ---------------------------------------------------------------------------------- progress
+def _json_value(value: Any) -> Any:
+    """``value`` as plain JSON: numpy/torch scalars via ``.item()``, NaN and infinity as null
+    (the scheduler reads progress files as strict JSON), anything else unknown as its text."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            return _json_value(item())
+        except (TypeError, ValueError):
+            pass
+    if isinstance(value, list | tuple):
+        return [_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    try:
+        return _json_value(float(value))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _as_int(value: Any) -> int | None:
+    if value is None:
+        return None
+    value = _json_value(value)
+    return None if value is None else int(value)
+
+
+def _as_float(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = _json_value(value)
+    return None if value is None else float(value)
+
+
+def _progress_handle(path: str) -> IO[str]:
+    """The open progress file (kept open between reports; reopened if the path changes)."""
+    global _progress
+    if _progress is not None and _progress[0] == path and not _progress[1].closed:
+        return _progress[1]
+    if _progress is not None:
+        _progress[1].close()
+    handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept open across reports
+    _progress = (path, handle)
+    return handle
+
+
+def report(
+    step: int | None = None,
+    samples: int | None = None,
+    loss: float | None = None,
+    **extra: Any,
+) -> None:
+    """Tell the scheduler how far the job got: ``step`` (iterations done in total, across
+    restarts), ``samples`` (training samples processed in total), ``loss``, and any other
+    JSON-able values as keywords. Appends one JSON line to ``$DDLSCHED_PROGRESS`` and flushes
+    it; cheap enough to call every step. A no-op outside ddlsched.
+
+    The scheduler measures throughput from the time between reports, so report at least every
+    few seconds; a job that never reports is still scheduled, by its GPU count and arrival.
+    """
+    path = os.environ.get(ENV_PROGRESS)
+    if not path:
+        return
+    record = {
+        "time": time.time(),
+        "step": _as_int(step),
+        "samples": _as_int(samples),
+        "loss": _as_float(loss),
+    }
+    for key, value in extra.items():
+        if key not in record:
+            record[key] = _json_value(value)
+    line = json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n"
+    with _lock:
+        handle = _progress_handle(path)
+        handle.write(line)
+        handle.flush()
+
+
+# ---------------------------------------------------------------------------------- stopping
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM only records the request: the program checkpoints and exits at its next
+    should_stop(). A handler the program had installed before still runs."""
+    global _stop_requested
+    _stop_requested = True
+    if callable(_previous_handler):
+        _previous_handler(signum, frame)
+
+
+def _install_handler() -> None:
+    """Install the SIGTERM handler once (only possible from the main thread)."""
+    global _handler_installed, _previous_handler
+    if _handler_installed or threading.current_thread() is not threading.main_thread():
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    _previous_handler = previous if previous is not _on_sigterm else None
+    _handler_installed = True
+
+
+def should_stop() -> bool:
+    """True once the scheduler asked the job to stop (SIGTERM, or the file ``$DDLSCHED_STOP``
+    exists): save a checkpoint and exit. Stays true once true. Cheap enough to call every step
+    (the file is looked at no more than every 0.2 s).
+
+    Calling it installs the SIGTERM handler (the import already did under ddlsched), so after
+    the first call SIGTERM no longer ends the process by itself.
+    """
+    global _stop_requested, _last_stop_check
+    _install_handler()
+    if _stop_requested:
+        return True
+    path = os.environ.get(ENV_STOP)
+    if path:
+        now = time.monotonic()
+        if now - _last_stop_check >= STOP_CHECK_INTERVAL:
+            _last_stop_check = now
+            if os.path.exists(path):
+                _stop_requested = True
+    return _stop_requested
+
+
+# ---------------------------------------------------------------------------------- checkpoints
+def save_checkpoint(path: str | os.PathLike[str], data: bytes | str) -> None:
+    """Write ``data`` to ``path`` atomically (a temporary file in the same directory, synced,
+    then renamed over ``path``): a process killed mid-write leaves the previous checkpoint."""
+    path = os.fspath(path)
+    if isinstance(data, str):
+        payload = data.encode("utf-8")
+    elif isinstance(data, bytes | bytearray | memoryview):
+        payload = bytes(data)
+    else:
+        raise TypeError(f"save_checkpoint: data must be bytes or str, not {type(data).__name__}")
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def load_checkpoint(path: str | os.PathLike[str]) -> bytes | None:
+    """The bytes :func:`save_checkpoint` wrote to ``path``, or None if there is none yet."""
+    try:
+        with open(os.fspath(path), "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+if under_ddlsched():
+    _install_handler()

@@ -1,0 +1,192 @@
+"""A small real training job for ``ddlsched live``: a two-layer neural network (numpy only)
+learns a generated classification data set by mini-batch gradient descent.
+
+It follows the job contract of docs/live.md: it reports its progress every step
+(``ddlsched.live.report``), saves a checkpoint (step, weights, random state) every
+``--checkpoint-every`` steps and when the scheduler asks it to stop, resumes from that
+checkpoint when started again, and exits 0 once it reached ``--steps``.
+
+Run it by hand (no scheduler; add --checkpoint-dir to try resuming)::
+
+    python3 examples/live/train.py --steps 200 --step-time 0.01
+
+With ``WORLD_SIZE`` > 1 every rank trains on its own shard of each batch without exchanging
+gradients (it stands in for data parallelism; see ddp_train.py for the real thing); rank 0
+alone reports and checkpoints, and every rank resumes from rank 0's checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+# Many small jobs share the machine's cores: one BLAS thread each (set before numpy loads).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+try:
+    import ddlsched.live as live
+except ImportError:  # run from a source checkout without installing ddlsched
+    for _name in [m for m in sys.modules if m == "ddlsched" or m.startswith("ddlsched.")]:
+        del sys.modules[_name]  # an older installed ddlsched without the live client
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+    import ddlsched.live as live
+
+CHECKPOINT_NAME = "train.npz"
+
+
+def make_data(seed: int, n: int = 4096, dim: int = 16) -> tuple[np.ndarray, np.ndarray]:
+    """A deterministic data set: points in ``dim`` dimensions labelled by a fixed random
+    nonlinear rule (a teacher network), so that a hidden layer helps."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, dim))
+    w, v = rng.standard_normal(dim), rng.standard_normal(dim)
+    y = ((x @ w) + 2.0 * np.sin(x @ v) > 0).astype(np.float64)
+    return x, y
+
+
+def init_weights(seed: int, dim: int, hidden: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed + 1)
+    return {
+        "w1": rng.standard_normal((dim, hidden)) / np.sqrt(dim),
+        "b1": np.zeros(hidden),
+        "w2": rng.standard_normal(hidden) / np.sqrt(hidden),
+        "b2": np.zeros(1),
+    }
+
+
+def loss_and_grads(
+    p: dict[str, np.ndarray], x: np.ndarray, y: np.ndarray
+) -> tuple[float, dict[str, np.ndarray]]:
+    """Binary cross-entropy of the network ``sigmoid(tanh(x w1 + b1) w2 + b2)`` and its
+    gradients (backpropagation by hand)."""
+    h = np.tanh(x @ p["w1"] + p["b1"])
+    z = h @ p["w2"] + p["b2"][0]
+    prob = 1.0 / (1.0 + np.exp(-z))
+    eps = 1e-12
+    loss = float(-np.mean(y * np.log(prob + eps) + (1 - y) * np.log(1 - prob + eps)))
+    dz = (prob - y) / len(y)
+    dh = np.outer(dz, p["w2"]) * (1 - h**2)
+    grads = {
+        "w1": x.T @ dh,
+        "b1": dh.sum(axis=0),
+        "w2": h.T @ dz,
+        "b2": np.array([dz.sum()]),
+    }
+    return loss, grads
+
+
+def save(path: Path, step: int, samples: int, p: dict[str, np.ndarray], rng) -> None:
+    """One checkpoint file, written atomically (``ddlsched.live.save_checkpoint``)."""
+    buf = io.BytesIO()
+    np.savez(
+        buf,
+        step=np.array(step),
+        samples=np.array(samples),
+        rng=np.array(json.dumps(rng.bit_generator.state)),
+        **p,
+    )
+    live.save_checkpoint(path, buf.getvalue())
+
+
+def load(path: Path) -> tuple[int, int, dict[str, np.ndarray], dict] | None:
+    """(step, samples, weights, random state) of the checkpoint, or None if there is none."""
+    data = live.load_checkpoint(path)
+    if data is None:
+        return None
+    with np.load(io.BytesIO(data)) as f:
+        weights = {k: f[k].copy() for k in ("w1", "b1", "w2", "b2")}
+        return int(f["step"]), int(f["samples"]), weights, json.loads(str(f["rng"]))
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=200, help="total steps to train (default 200)")
+    ap.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="total batch size over all ranks (default: the scheduler's choice, else 32)",
+    )
+    ap.add_argument(
+        "--step-time",
+        type=float,
+        default=0.0,
+        help="extra seconds to sleep per step, to make the job last (default 0)",
+    )
+    ap.add_argument("--checkpoint-every", type=int, default=50, help="steps between checkpoints")
+    ap.add_argument(
+        "--checkpoint-dir",
+        default=None,
+        help="where to checkpoint (default: $DDLSCHED_CHECKPOINT_DIR; none: no checkpoints)",
+    )
+    ap.add_argument("--lr", type=float, default=0.5, help="learning rate (default 0.5)")
+    ap.add_argument("--hidden", type=int, default=32, help="hidden units (default 32)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of data and weights (default 0)")
+    args = ap.parse_args(argv)
+    if args.steps < 0 or args.checkpoint_every < 1 or args.step_time < 0:
+        ap.error("--steps must be >= 0, --checkpoint-every >= 1, --step-time >= 0")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    rank, world = live.rank(), max(1, live.world_size())
+    batch = args.batch_size or live.batch_size(32) or 32
+    local_batch = max(1, batch // world)
+    ckpt_dir = args.checkpoint_dir or live.checkpoint_dir()
+    ckpt = Path(ckpt_dir) / CHECKPOINT_NAME if ckpt_dir else None
+    if ckpt is not None:
+        ckpt.parent.mkdir(parents=True, exist_ok=True)
+
+    x, y = make_data(args.seed)
+    params = init_weights(args.seed, x.shape[1], args.hidden)
+    rng = np.random.default_rng(args.seed + 2)
+    step = samples = 0
+    state = load(ckpt) if ckpt is not None else None
+    if state is not None:
+        step, samples, params, rng_state = state
+        rng.bit_generator.state = rng_state
+    start = step
+    if rank == 0:
+        live.report(step=step, samples=samples, event="start", attempt=live.attempt())
+        print(f"rank {rank}/{world}: starting at step {step} of {args.steps}", flush=True)
+
+    def checkpoint() -> None:
+        if ckpt is not None and rank == 0:
+            save(ckpt, step, samples, params, rng)
+
+    loss = float("nan")
+    while step < args.steps:
+        idx = rng.integers(0, len(x), size=local_batch * world)  # the same on every rank
+        mine = idx[rank * local_batch : (rank + 1) * local_batch]
+        loss, grads = loss_and_grads(params, x[mine], y[mine])
+        for k in params:
+            params[k] -= args.lr * grads[k]
+        step += 1
+        samples += local_batch * world
+        if rank == 0:
+            live.report(step=step, samples=samples, loss=loss)
+        if step % args.checkpoint_every == 0:
+            checkpoint()
+        if live.should_stop():
+            checkpoint()
+            print(f"rank {rank}: stopped at step {step} (checkpointed)", flush=True)
+            return 0
+        if args.step_time:
+            time.sleep(args.step_time)
+    checkpoint()
+    if rank == 0:
+        full, _ = loss_and_grads(params, x, y)
+        print(f"done: steps {start}..{step}, loss on all data {full:.4f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
