@@ -61,7 +61,7 @@ def _wait_gone(pids_of, timeout: float = 20.0) -> list[int]:
     while left and time.monotonic() < deadline:
         time.sleep(0.2)
         left = pids_of()
-    return left
+    return sorted(left)
 
 
 def _job(jid: int, arrival: float, gpus: int, steps: int, tag: str, **extra: object) -> str:
@@ -171,12 +171,14 @@ def test_ctrl_c_stops_running_jobs_records_what_finished_and_leaves_nothing(
     )
     try:
         deadline = time.monotonic() + 60
-        # wait until a short job has finished and the long one runs
+        # wait until a job has finished and another one has reported progress since
         while time.monotonic() < deadline:
             staging = list(tmp_path.glob(".out.*.tmp/events.jsonl"))
-            if staging and '"event": "finish"' in staging[0].read_text():
+            events = staging[0].read_text() if staging else ""
+            done = events.find('"event": "finish"')
+            if done >= 0 and '"event": "first_report"' in events[done:]:
                 break
-            time.sleep(0.2)
+            time.sleep(0.1)
         else:
             pytest.fail("no job finished within 60 s")
         p.send_signal(signal.SIGINT)

@@ -105,8 +105,8 @@ class LiveExecutor:
         """A new attempt of ``job`` on its GPUs."""
         r.attempt += 1
         r.since = self.sim.now
-        r.running = True
         self.launcher.launch(job.job_id, self.workers(job, r))
+        r.running = True  # only once launched: an interrupted launch left nothing running
         self._event("start", job, gpus=list(job.gpus), attempt=r.attempt)
 
     def stop(self, job: JobState) -> None:
@@ -244,7 +244,12 @@ class LiveExecutor:
 
     def stop_all(self) -> list[int]:
         """Stop every running job (checkpoint and exit; Ctrl-C); their ids."""
-        running = [j for j in self.sim.running.values() if self.runs[j.job_id].running]
+        known = set(self.launcher.running_jobs())
+        running = [
+            j
+            for j in self.sim.running.values()
+            if self.runs[j.job_id].running and j.job_id in known
+        ]
         if not running:
             return []
         polls = self.launcher.stop_many([j.job_id for j in running], self.grace)
