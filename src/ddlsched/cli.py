@@ -95,6 +95,11 @@ def cmd_live(args: argparse.Namespace) -> int:
         out=args.out,
         overwrite=args.overwrite,
     )
+    # jobs find ddlsched's own Python first (``python3`` in a job file = this environment's,
+    # where numpy and ddlsched.live are installed); a later PATH entry still works
+    here = os.path.dirname(sys.executable)
+    if os.environ.get("PATH", "").split(os.pathsep)[:1] != [here]:
+        os.environ["PATH"] = here + os.pathsep + os.environ.get("PATH", "")
     bar = ProgressBar(f"live {cfg.policy}", enabled=False if args.quiet else None)
     res, _ = run_live(cfg, progress=bar)
     s = res.summary

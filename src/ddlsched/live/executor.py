@@ -260,23 +260,23 @@ class LiveExecutor:
         return [j.job_id for j in running]
 
     def measured(self) -> list[dict[str, object]]:
-        """Per finished job, what the run measured: its arrival, GPUs, the seconds it ran on
-        GPUs over all attempts (``duration``: a trace job for ``ddlsched run``, to simulate
-        the same workload) and the mean seconds from launch to its first report."""
+        """Per finished job, what the run measured, as a trace job to simulate the same
+        workload with ``ddlsched run``: its arrival, GPUs and ``duration`` = the seconds it
+        held its GPUs over all attempts minus the start-up (launch → first report) of its
+        restarts, which a simulation charges as ``restart_delay`` (``summary.json``'s
+        ``mean_restart_startup_s``)."""
         rows = []
         for job in sorted(self.sim.jobs, key=lambda j: (j.arrival, j.job_id)):
             r = self.runs[job.job_id]
             if job.finish is None or r.failed:
                 continue
-            startup = sum(r.startup) / len(r.startup) if r.startup else 0.0
+            duration = r.attained - sum(r.startup[1:])
             rows.append(
                 {
                     "arrival": job.arrival,
                     "num_gpus": job.num_gpus,
-                    "duration": round(r.attained, 6),
+                    "duration": round(max(duration, 1e-6), 6),
                     "name": f"live-{job.job_id}",
-                    "attempts": r.attempt + 1,
-                    "startup": round(startup, 6),
                 }
             )
         return rows
@@ -286,10 +286,13 @@ class LiveExecutor:
         failed = sorted(i for i, r in self.runs.items() if r.failed)
         restarts = sum(max(r.attempt, 0) for r in self.runs.values())
         startups = [s for r in self.runs.values() for s in r.startup]
+        restart = [s for r in self.runs.values() for s in r.startup[1:]]
         return {
             "failed_jobs": len(failed),
             "failed_job_ids": failed,
             "attempts_restarted": restarts,
-            # seconds from a launch to the job's first progress report, over all attempts
+            # seconds from a launch to the job's first progress report, over all attempts,
+            # and over restarts only (what `ddlsched run --set restart_delay=` models)
             "mean_startup_s": sum(startups) / len(startups) if startups else 0.0,
+            "mean_restart_startup_s": sum(restart) / len(restart) if restart else 0.0,
         }
