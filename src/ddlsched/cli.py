@@ -217,6 +217,25 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    import json
+
+    from .core.results import atomic_write_bytes
+    from .report.compare import compare_dirs, comparison_csv, format_comparison
+
+    c = compare_dirs(args.dir_a, args.dir_b)
+    if args.out:
+        try:
+            atomic_write_bytes(args.out, comparison_csv(c))
+        except OSError as e:
+            raise InputError(f"cannot write: {e.strerror or e}", source=args.out) from None
+    if args.json:
+        print(json.dumps(c.summary(), indent=2, sort_keys=True, allow_nan=False, default=str))
+    else:
+        print(format_comparison(c))
+    return 0
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from .check import check_paths
 
@@ -517,6 +536,15 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--out", required=True, help="HTML file to write, e.g. report.html")
     rep.add_argument("--title", default="ddlsched report", help="report title")
     rep.set_defaults(func=cmd_report)
+
+    cp = sub.add_parser(
+        "compare", help="per-job and average JCT differences between two run directories"
+    )
+    cp.add_argument("dir_a", metavar="DIR_A", help="a run directory (e.g. a live run)")
+    cp.add_argument("dir_b", metavar="DIR_B", help="another (e.g. its simulation)")
+    cp.add_argument("--out", metavar="FILE.csv", help="write the per-job table (job_id, jct_a, …)")
+    cp.add_argument("--json", action="store_true", help="print the summary as JSON")
+    cp.set_defaults(func=cmd_compare)
 
     ck = sub.add_parser(
         "check", help="prove result directories are valid schedules (one line per violation)"

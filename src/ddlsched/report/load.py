@@ -51,6 +51,8 @@ class RunData:
     gpus: GpuTable
     num_gpus: int  # cluster size (denominator of utilisation)
     label: str = field(default="")
+    #: job ids of the rows of ``arrival`` … ``queueing`` (jobs.csv order)
+    job_id: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def seed(self) -> int | None:
@@ -119,7 +121,7 @@ def load_run(path: str | Path) -> RunData:
     summary = _read_json(d / "summary.json")
     config = _read_json(d / "config.json") if (d / "config.json").exists() else {}
     jobs = _read_csv(
-        d / "jobs.csv", ("arrival", "start", "finish", "jct", "queueing"), required=True
+        d / "jobs.csv", ("job_id", "arrival", "start", "finish", "jct", "queueing"), required=True
     )
     seg_path = d / "segments.csv"
     seg_cols = _read_csv(seg_path, ("job_id", "start", "end"), required=False, text=("placement",))
@@ -142,6 +144,7 @@ def load_run(path: str | Path) -> RunData:
         gpus=gpus,
         num_gpus=len(gpus.labels),
         label=config.get("policy") or d.name,
+        job_id=jobs["job_id"].astype(np.int64),
     )
 
 
@@ -151,17 +154,24 @@ def group_labels(configs: Sequence[dict]) -> list[str]:
     The policy is shown bare, other keys as ``key=value``; when nothing varies, the policy.
     """
     flat = [_flatten(c) for c in configs]
+    # keys every run has (a live run's config and a simulated run's differ in their keys:
+    # those are told apart by "live" / "sim" below, not by every key one of them lacks)
+    common = set.intersection(*(set(f) for f in flat)) if flat else set()
     keys = sorted(
-        {k for f in flat for k in f if not k.startswith("resolved.")} - _NOT_GROUPING,
+        {k for k in common if not k.startswith("resolved.")} - _NOT_GROUPING,
         key=lambda k: (k != "policy", k),
     )
     varying = [k for k in keys if len({repr(f.get(k)) for f in flat}) > 1]
+    modes = {f.get("mode") == "live" for f in flat}
     out = []
     for f in flat:
         parts = [
-            str(f.get(k)) if k == "policy" else f"{_setting_name(k)}={f.get(k)}"
-            for k in varying
+            str(f.get(k)) if k == "policy" else f"{_setting_name(k)}={f.get(k)}" for k in varying
         ]
+        if len(modes) > 1:
+            if "policy" not in varying:
+                parts.insert(0, str(f.get("policy")))
+            parts.append("live" if f.get("mode") == "live" else "sim")
         out.append(" ".join(parts) or str(f.get("policy") or "run"))
     return out
 
