@@ -66,8 +66,18 @@ def _wait_gone(pids_of, timeout: float = 20.0) -> list[int]:
 
 def _job(jid: int, arrival: float, gpus: int, steps: int, tag: str, **extra: object) -> str:
     # ``-X tag=…`` marks the job's processes (Python ignores unknown -X options)
-    cmd = [sys.executable, "-X", f"tag={tag}", str(TRAIN), "--steps", str(steps),
-           "--step-time", "0.05", "--checkpoint-every", "5"]
+    cmd = [
+        sys.executable,
+        "-X",
+        f"tag={tag}",
+        str(TRAIN),
+        "--steps",
+        str(steps),
+        "--step-time",
+        "0.05",
+        "--checkpoint-every",
+        "5",
+    ]
     lines = [
         "[[jobs]]",
         f"job_id = {jid}",
@@ -82,7 +92,11 @@ def _job(jid: int, arrival: float, gpus: int, steps: int, tag: str, **extra: obj
 def _ddl(*args: str, timeout: float = 110.0, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "ddlsched.cli", *args],
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT, **kw,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        **kw,
     )
 
 
@@ -97,8 +111,9 @@ def inputs(tmp_path: Path) -> tuple[Path, Path, str]:
     # a long 4-GPU job first; short jobs arrive while it runs: Tiresias demotes it after its
     # tiny threshold and preempts it for them; it resumes from its checkpoint afterwards
     text = _job(0, 0.0, 4, 160, tag, duration=8.0)
-    for i, (arr, g, steps) in enumerate([(2.0, 2, 30), (2.5, 1, 30), (3.0, 1, 20),
-                                          (3.5, 2, 25), (4.0, 1, 20)], start=1):
+    for i, (arr, g, steps) in enumerate(
+        [(2.0, 2, 30), (2.5, 1, 30), (3.0, 1, 20), (3.5, 2, 25), (4.0, 1, 20)], start=1
+    ):
         text += _job(i, arr, g, steps, tag, duration=steps * 0.05)
     (tmp_path / "jobs.toml").write_text(text)
     return tmp_path / "cluster.toml", tmp_path / "jobs.toml", tag
@@ -110,9 +125,22 @@ def test_tiresias_runs_six_real_jobs_with_a_preemption_and_resume(inputs, tmp_pa
     out = tmp_path / "out"
     t0 = time.monotonic()
     r = _ddl(
-        "live", "--cluster", str(cluster), "--workload", str(jobs), "--policy", "tiresias",
-        "--set", "interval=0.5", "--set", "tiresias_thresholds=0.0005", "--grace", "5",
-        "--quiet", "--out", str(out),
+        "live",
+        "--cluster",
+        str(cluster),
+        "--workload",
+        str(jobs),
+        "--policy",
+        "tiresias",
+        "--set",
+        "interval=0.5",
+        "--set",
+        "tiresias_thresholds=0.0005",
+        "--grace",
+        "5",
+        "--quiet",
+        "--out",
+        str(out),
     )
     wall = time.monotonic() - t0
     assert r.returncode == 0, r.stderr[-3000:]
@@ -149,8 +177,19 @@ def test_bad_job_files_are_one_line_and_start_nothing(inputs, tmp_path, edit, me
     jobs.write_text(edit(jobs.read_text()))
     before = _ray_pids()
     out = tmp_path / "out"
-    r = _ddl("live", "--cluster", str(cluster), "--workload", str(jobs), "--policy", "fifo",
-             "--quiet", "--out", str(out), timeout=60)
+    r = _ddl(
+        "live",
+        "--cluster",
+        str(cluster),
+        "--workload",
+        str(jobs),
+        "--policy",
+        "fifo",
+        "--quiet",
+        "--out",
+        str(out),
+        timeout=60,
+    )
     assert r.returncode == 2, r.stderr
     assert r.stderr.count("\n") == 1 and message in r.stderr, r.stderr
     assert not out.exists()
@@ -164,10 +203,27 @@ def test_ctrl_c_stops_running_jobs_records_what_finished_and_leaves_nothing(
     before = _ray_pids()
     out = tmp_path / "out"
     p = subprocess.Popen(
-        [sys.executable, "-m", "ddlsched.cli", "live", "--cluster", str(cluster),
-         "--workload", str(jobs), "--policy", "fifo", "--grace", "5", "--quiet",
-         "--out", str(out)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "ddlsched.cli",
+            "live",
+            "--cluster",
+            str(cluster),
+            "--workload",
+            str(jobs),
+            "--policy",
+            "fifo",
+            "--grace",
+            "5",
+            "--quiet",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 60
@@ -194,3 +250,64 @@ def test_ctrl_c_stops_running_jobs_records_what_finished_and_leaves_nothing(
     assert ev[-1]["event"] == "interrupted" and ev[-1]["stopped"]
     assert _wait_gone(lambda: _tagged(tag)) == []
     assert _wait_gone(lambda: _ray_pids() - before) == []
+
+
+def test_time_scale_replays_arrivals_faster_with_plain_subprocesses(tmp_path: Path) -> None:
+    """``--local`` (no Ray) and ``--time-scale 4``: arrivals at 0, 4 and 8 s happen at 0, 1
+    and 2 s; times in jobs.csv are real seconds; measured.csv simulates back to the same jobs."""
+    tag = f"ddltest-{uuid.uuid4().hex[:12]}"
+    (tmp_path / "cluster.toml").write_text(CLUSTER)
+    text = "".join(_job(i, 4.0 * i, 1, 10, tag) for i in range(3))
+    (tmp_path / "jobs.toml").write_text(text)
+    out = tmp_path / "out"
+    r = _ddl(
+        "live",
+        "--local",
+        "--cluster",
+        str(tmp_path / "cluster.toml"),
+        "--workload",
+        str(tmp_path / "jobs.toml"),
+        "--policy",
+        "fifo",
+        "--time-scale",
+        "4",
+        "--quiet",
+        "--out",
+        str(out),
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    import csv
+
+    with open(out / "jobs.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [float(x["arrival"]) for x in rows] == [0.0, 1.0, 2.0]
+    assert all(float(x["start"]) >= float(x["arrival"]) for x in rows)
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["mode"] == "live" and cfg["time_scale"] == 4.0
+    assert cfg["resolved"] == {
+        "backend": "live",
+        "jobs": "live jobs",
+        "launcher": "local",
+        "policy": "fifo",
+    }
+    sim = tmp_path / "sim"
+    r = _ddl(
+        "run",
+        "--cluster",
+        str(tmp_path / "cluster.toml"),
+        "--workload",
+        str(out / "measured.csv"),
+        "--policy",
+        "fifo",
+        "--quiet",
+        "--out",
+        str(sim),
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    c = _ddl("compare", str(out), str(sim), "--json", timeout=60)
+    s = json.loads(c.stdout)
+    # nobody waited: the simulated JCTs are the measured run times, within timing noise
+    assert s["matched_jobs"] == 3 and s["max_abs_diff_s"] < 0.5, s
+    assert _wait_gone(lambda: _tagged(tag)) == []
