@@ -28,6 +28,7 @@ from ddlsched.settings_scope import (
     PLANNER,
     PROFILE,
     RAR,
+    USER_MODEL,
     RunScope,
 )
 
@@ -111,7 +112,9 @@ def _runs() -> list[tuple[list[JobSpec], str, Settings, str]]:
 
 def test_every_kind_of_run_has_exactly_one_backend() -> None:
     kinds = [k for b in all_backends() for k in b.scopes]
-    assert sorted(kinds) == sorted((ITERATION, JOB_LEVEL, RAR, PLANNER, PROFILE, DURATION))
+    assert sorted(kinds) == sorted(
+        (ITERATION, JOB_LEVEL, RAR, USER_MODEL, PLANNER, PROFILE, DURATION)
+    )
     job_kinds = {b.job_kind for b in all_backends()}
     assert job_kinds == {MODEL_JOBS, PROFILE_JOBS, TRACE_JOBS}
     for jobs, policy, settings, kind in _runs():

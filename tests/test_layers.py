@@ -57,6 +57,7 @@ LAYERS: dict[str, int] = {
     "settings": 4,
     "settings_scope": 4,
     "backends": 4,
+    "extend": 4,
     "live.launch": 2,
     "live.raylauncher": 2,
     "live.executor": 4,

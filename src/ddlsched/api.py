@@ -127,6 +127,8 @@ def _scope(
     """``backend``'s run scope for ``policy`` (a built-in name or a policy object)."""
     name = policy.lower() if isinstance(policy, str) else None
     scope = backend.scope(jobs, name, policy, placement, settings)
+    if scope.sections is not None:  # the backend said (e.g. a registered model's sections)
+        return scope
     return replace(scope, sections=backend.sections.get(scope.kind))
 
 

@@ -297,6 +297,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     print("placements: " + ", ".join(PLACEMENT_NAMES))
     print("orderings:  " + ", ".join(ORDERINGS))
     print("gates:      " + ", ".join(GATES))
+    from .core.ratemodels import model_names
+    from .workloads.traces import TRACE_FORMATS
+
+    print("models:     " + ", ".join(model_names()) + "  (--set model=NAME)")
+    print("formats:    " + ", ".join(TRACE_FORMATS) + "  (--workload-format NAME)")
     print("clusters:   " + ", ".join(CLUSTER_PRESETS) + ", yu22-N (first N servers of yu22)")
     print("workloads:  " + ", ".join(WORKLOAD_PRESETS))
     print("experiments:")

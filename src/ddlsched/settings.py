@@ -304,8 +304,10 @@ class Settings(
             raise InputError("must be ≥ 1", source=source, field="interference")
         if self.rescale_delay < 0:
             raise InputError("must be ≥ 0", source=source, field="rescale_delay")
+        from .core.ratemodels import model_names
+
         for name, allowed in (
-            ("model", ("auto", "wang", "rar")),
+            ("model", tuple(model_names())),
             ("rar_f", tuple(DEGRADATIONS)),
             ("estimate", ("start", "isolated")),
             ("semantics", ("events", "rounds")),

@@ -28,12 +28,13 @@ if TYPE_CHECKING:  # pragma: no cover
 ITERATION = "model jobs at iteration level"  # Wang's task DAG (TaskExecutor)
 JOB_LEVEL = "model jobs at job level"  # granularity=job (Wang's contention, fluid rates)
 RAR = "model jobs under the RAR model"  # model=rar with an online policy
+USER_MODEL = "model jobs under a registered model"  # model=NAME of register_model
 PLANNER = "model jobs under a planner"  # sjf-bco, yu-ff, yu-ls, yu-rand (RAR model)
 PROFILE = "application-profile jobs"  # Luo et al. / the Pollux artifact
 DURATION = "trace (duration) jobs"  # Philly, Gavel, … traces with measured durations
 LIVE = "live jobs"  # real processes (``ddlsched live``)
 
-ONLINE_MODEL = (ITERATION, JOB_LEVEL, RAR)
+ONLINE_MODEL = (ITERATION, JOB_LEVEL, RAR, USER_MODEL)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ..core.job import JobSpec
 from ..core.protocols import GatesAllReduce, SchedulingPolicy
 from ..policies.plugins import MODEL_JOBS
-from ..settings_scope import ITERATION, JOB_LEVEL, RAR, RunScope
+from ..settings_scope import ITERATION, JOB_LEVEL, RAR, USER_MODEL, RunScope
 from .base import Backend, Progress, factory_error
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -116,27 +116,60 @@ class IterationBackend(_OnlineModelBackend):
 
 
 class JobLevelBackend(_OnlineModelBackend):
-    """Model jobs at job level: ``model=rar`` (Yu's RAR model for any online policy) or
-    ``granularity=job`` (Wang's contention as fluid rates)."""
+    """Model jobs at job level under a registered performance model (``core/ratemodels.py``):
+    ``model=rar`` (Yu's RAR model for any online policy), ``granularity=job`` (Wang's
+    contention as fluid rates), or ``model=NAME`` of a user's ``register_model``."""
 
     name = "model-job-level"
+    _BASE = ("engine", "model", "placement", "policy", "workload")
+    #: Wang's model reads ``wang``, Yu's ``rar``; a user model also the sections it registered
+    #: (added by ``scope``)
     sections = {
-        JOB_LEVEL: ("engine", "model", "wang", "placement", "policy", "workload"),
-        RAR: ("engine", "model", "rar", "placement", "policy", "workload"),
+        JOB_LEVEL: (*_BASE, "wang"),
+        RAR: (*_BASE, "rar"),
+        USER_MODEL: _BASE,
     }
 
     def accepts(
         self, jobs: Sequence[JobSpec], entry: Registered | None, settings: Settings
     ) -> bool:
-        return settings.model == "rar" or settings.granularity != "iteration"
+        return settings.model not in ("auto", "wang") or settings.granularity != "iteration"
 
     def scope_kind(self, settings: Settings) -> str:
-        return RAR if settings.model == "rar" else JOB_LEVEL
+        if settings.model == "rar":
+            return RAR
+        return JOB_LEVEL if settings.model in ("auto", "wang") else USER_MODEL
+
+    def scope(
+        self,
+        jobs: Sequence[JobSpec],
+        policy: str | None,
+        policy_object: object,
+        placement: str | None,
+        settings: Settings,
+    ) -> RunScope:
+        from dataclasses import replace
+
+        from ..core.ratemodels import model_entry
+
+        scope = super().scope(jobs, policy, policy_object, placement, settings)
+        if scope.kind != USER_MODEL:
+            return scope
+        entry = model_entry(settings.model)
+        extra = entry.sections if entry is not None else ()
+        return replace(scope, sections=(*self._BASE, *extra))
+
+    def resolved(self, scope: RunScope, settings: Settings) -> dict[str, object]:
+        out = super().resolved(scope, settings)
+        if scope.kind == USER_MODEL:
+            out["model"] = settings.model.lower()
+        return out
 
     def executor(self, policy: SchedulingPolicy, settings: Settings) -> JobExecutor:
-        from ..core.jobexec import JobExecutor, WangJobLevel
-        from ..perf.rar import RarRate
+        from ..core.jobexec import JobExecutor
+        from ..core.ratemodels import model_entry
 
-        if settings.model == "rar":
-            return JobExecutor(RarRate(settings.rar, settings.time_slots))
-        return JobExecutor(WangJobLevel(settings.contention))
+        name = "wang" if settings.model == "auto" else settings.model
+        entry = model_entry(name)
+        assert entry is not None  # Settings.check accepts registered names only
+        return JobExecutor(entry.factory(settings))

@@ -33,7 +33,7 @@ class PlannedBackend(Backend):
         return entry is not None and entry.places_jobs and MODEL_JOBS in entry.kinds
 
     def check(self, jobs: Sequence[JobSpec], settings: Settings) -> None:
-        if settings.model == "wang":
+        if settings.model not in ("auto", "rar"):
             raise InputError(
                 "planners run under Yu's RAR model; use model=auto or model=rar",
                 source="--set",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
@@ -33,18 +33,91 @@ from .trace_formats import (
 )
 from .trace_generic import is_generic_header, is_parquet, read_generic, write_generic
 
-#: Format name → what it is. ``--workload-format`` takes these names.
-TRACE_FORMATS: dict[str, str] = {
-    "ddlsched": "our workload CSV/JSON (job_id,arrival,num_gpus,iterations,model,...)",
-    "pollux": "Pollux workload CSV (name,time,application,num_replicas,batch_size)",
-    "generic": "generic job trace, CSV or Parquet (arrival,num_gpus,duration|iterations,...)",
-    "philly": "Philly job summaries (timestamp,duration,num_gpus,gpu_time[,cluster])",
-    "gavel": "Gavel trace, 10 tab-separated columns (job_type ... arrival_time)",
-    "gavel-philly": "Gavel's Philly VC trace, 7 tab-separated columns (msr-seed0/*.trace)",
-    "tiresias": "Tiresias simulator CSV (job_id,num_gpu,submit_time,iterations,...,duration)",
-}
-#: Formats whose reader is our own workload reader (job ids kept from the file).
-WORKLOAD_FORMATS = frozenset({"ddlsched", "pollux"})
+
+@dataclass(frozen=True)
+class Sniff:
+    """What format detection sees of a file: its path, first line (not a comment), and either
+    its CSV header cells (``header``) or, for a tab-separated first line, its column count."""
+
+    path: Path
+    first_line: str
+    header: tuple[str, ...] | None  # None for a tab-separated first line
+    tab_columns: int | None  # None for a comma-separated first line
+
+
+@dataclass(frozen=True)
+class TraceFormat:
+    """A workload/trace format: ``read(path, options) → jobs`` (``options``: the run's
+    ``TraceOptions``), ``detect(sniff) → bool`` (None: only by ``--workload-format``), and
+    ``renumber``: trace formats are sorted by arrival and renumbered 0..n-1; our own workload
+    files keep their job ids."""
+
+    name: str
+    description: str
+    read: Callable[[Path, TraceOptions], list[JobSpec]]
+    detect: Callable[[Sniff], bool] | None = None
+    renumber: bool = True
+
+
+#: every format, in detection order: user formats first, then the built-ins
+_FORMATS: dict[str, TraceFormat] = {}
+_BUILTIN: set[str] = set()
+#: Format name → what it is (``--workload-format`` takes these names); kept in step with the
+#: registry by ``register_trace_format``.
+TRACE_FORMATS: dict[str, str] = {}
+
+
+def register_trace_format(
+    name: str,
+    read: Callable[[Path, TraceOptions], list[JobSpec]],
+    *,
+    description: str,
+    detect: Callable[[Sniff], bool] | None = None,
+    renumber: bool = True,
+    builtin: bool = False,
+) -> TraceFormat:
+    """Add a workload/trace format (docs/design.md "Add a trace format"): ``ddlsched run
+    --workload FILE`` detects it with ``detect`` (user formats are tried before the built-ins)
+    or takes it by ``--workload-format NAME``. A name is registered once."""
+    if name in _FORMATS:
+        raise ValueError(f"trace format {name!r} is already registered")
+    fmt = TraceFormat(name, description, read, detect, renumber)
+    if builtin:
+        _FORMATS[name] = fmt
+        _BUILTIN.add(name)
+    else:  # before the built-ins, after earlier user formats
+        items = list(_FORMATS.items())
+        at = next((i for i, (k, _) in enumerate(items) if k in _BUILTIN), len(items))
+        items.insert(at, (name, fmt))
+        _FORMATS.clear()
+        _FORMATS.update(items)
+    TRACE_FORMATS.clear()
+    TRACE_FORMATS.update({k: f.description for k, f in _FORMATS.items()})
+    return fmt
+
+
+def unregister_trace_format(name: str) -> None:
+    """Remove the user format ``name`` (tests, notebooks); built-ins stay."""
+    if name in _FORMATS and name not in _BUILTIN:
+        del _FORMATS[name]
+        del TRACE_FORMATS[name]
+
+
+#: the order the built-in formats are tried in (after every user format): the tab-separated
+#: ones by column count, then headers from the most specific to the most general
+_DETECT_ORDER = ("gavel", "gavel-philly", "pollux", "tiresias", "philly", "ddlsched", "generic")
+
+
+def _detection_order() -> list[TraceFormat]:
+    user = [f for k, f in _FORMATS.items() if k not in _BUILTIN]
+    return user + [_FORMATS[k] for k in _DETECT_ORDER if k in _FORMATS]
+
+
+def trace_format(name: str) -> TraceFormat:
+    """The registered format ``name`` (``check_format`` first for a user's value)."""
+    return _FORMATS[check_format(name)]
+
+
 #: Columns only our own workload CSV has: a header with one of them is read as ``ddlsched``.
 _DDLSCHED_ONLY = frozenset({"job_id", "size_mb", "memory_mb", "t_forward", "t_backward"})
 
@@ -118,23 +191,13 @@ def detect_format(path: str | Path) -> str:
     if path.suffix.lower() == ".json" or first.lstrip()[:1] in ("[", "{"):
         return "ddlsched"
     if "\t" in first:
-        n = len(first.split("\t"))
-        if n == len(GAVEL_COLUMNS):
-            return "gavel"
-        if n == len(GAVEL_PHILLY_COLUMNS):
-            return "gavel-philly"
+        sniff = Sniff(path, first, None, len(first.split("\t")))
     else:
-        header = [c.strip() for c in next(csv.reader([first]), [])]
-        if is_pollux_header(header):
-            return "pollux"
-        if is_tiresias_header(header):
-            return "tiresias"
-        if is_philly_header(header):
-            return "philly"
-        if _DDLSCHED_ONLY.intersection(header):
-            return "ddlsched"
-        if is_generic_header(header):
-            return "generic"
+        header = tuple(c.strip() for c in next(csv.reader([first]), []))
+        sniff = Sniff(path, first, header, None)
+    for fmt in _detection_order():
+        if fmt.detect is not None and fmt.detect(sniff):
+            return fmt.name
     shown = first if len(first) <= 80 else first[:77] + "..."
     raise InputError(
         f"cannot tell the trace format from the first line {quote(shown)}; known formats: "
@@ -186,24 +249,18 @@ def read_trace(
     it with :func:`filter_jobs`. ``throughputs``/``gpu_type``: Gavel's throughputs JSON and the
     GPU type whose throughputs turn Gavel's ``total_steps`` into durations (Gavel only)."""
     path = Path(path)
-    fmt = check_format(format) if format is not None else detect_format(path)
-    if fmt in WORKLOAD_FORMATS:
-        jobs = read_workload(path) if fmt == "ddlsched" else _read_pollux(path)
-        renumber = False
-    else:
-        if not path.is_file():
-            detect_format(path)  # the same "not found"/"directory" message
-        if fmt == "generic":
-            jobs = read_generic(path)
-        elif fmt == "philly":
-            jobs = read_philly_jobs(path)
-        elif fmt == "tiresias":
-            jobs = read_tiresias(path)
-        else:
-            columns = GAVEL_COLUMNS if fmt == "gavel" else GAVEL_PHILLY_COLUMNS
-            jobs = read_gavel(path, columns, throughputs=throughputs, gpu_type=gpu_type)
+    fmt = trace_format(format if format is not None else detect_format(path))
+    if fmt.renumber and not path.is_file():
+        detect_format(path)  # the same "not found"/"directory" message
+    options = TraceOptions(
+        workload_format=fmt.name,
+        gavel_throughputs=None if throughputs is None else str(throughputs),
+        gavel_gpu=gpu_type,
+    )
+    jobs = fmt.read(path, options)
+    renumber = fmt.renumber
+    if renumber:
         jobs = sorted(jobs, key=lambda j: (j.arrival, j.job_id))
-        renumber = True
     return filter_jobs(
         jobs,
         start=start,
@@ -364,3 +421,73 @@ __all__ = [
     "read_with_options",
     "write_trace",
 ]
+
+
+# ---------------------------------------------------------------- the built-in formats
+def _gavel_reader(columns: tuple[str, ...]) -> Callable[[Path, TraceOptions], list[JobSpec]]:
+    def read(path: Path, options: TraceOptions) -> list[JobSpec]:
+        return read_gavel(
+            path, columns, throughputs=options.gavel_throughputs, gpu_type=options.gavel_gpu
+        )
+
+    return read
+
+
+def _has(test: Callable[[list[str]], bool]) -> Callable[[Sniff], bool]:
+    return lambda s: s.header is not None and bool(test(list(s.header)))
+
+
+for _name, _description, _read, _detect, _renumber in (
+    (
+        "ddlsched",
+        "our workload CSV/JSON (job_id,arrival,num_gpus,iterations,model,...)",
+        lambda p, o: read_workload(p),
+        _has(lambda h: bool(_DDLSCHED_ONLY.intersection(h))),
+        False,
+    ),
+    (
+        "pollux",
+        "Pollux workload CSV (name,time,application,num_replicas,batch_size)",
+        lambda p, o: _read_pollux(p),
+        _has(is_pollux_header),
+        False,
+    ),
+    (
+        "generic",
+        "generic job trace, CSV or Parquet (arrival,num_gpus,duration|iterations,...)",
+        lambda p, o: read_generic(p),
+        _has(is_generic_header),
+        True,
+    ),
+    (
+        "philly",
+        "Philly job summaries (timestamp,duration,num_gpus,gpu_time[,cluster])",
+        lambda p, o: read_philly_jobs(p),
+        _has(is_philly_header),
+        True,
+    ),
+    (
+        "gavel",
+        "Gavel trace, 10 tab-separated columns (job_type ... arrival_time)",
+        _gavel_reader(GAVEL_COLUMNS),
+        lambda s: s.tab_columns == len(GAVEL_COLUMNS),
+        True,
+    ),
+    (
+        "gavel-philly",
+        "Gavel's Philly VC trace, 7 tab-separated columns (msr-seed0/*.trace)",
+        _gavel_reader(GAVEL_PHILLY_COLUMNS),
+        lambda s: s.tab_columns == len(GAVEL_PHILLY_COLUMNS),
+        True,
+    ),
+    (
+        "tiresias",
+        "Tiresias simulator CSV (job_id,num_gpu,submit_time,iterations,...,duration)",
+        lambda p, o: read_tiresias(p),
+        _has(is_tiresias_header),
+        True,
+    ),
+):
+    register_trace_format(
+        _name, _read, description=_description, detect=_detect, renumber=_renumber, builtin=True
+    )
