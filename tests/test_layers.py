@@ -63,6 +63,7 @@ LAYERS: dict[str, int] = {
     "live.executor": 4,
     "live.backend": 4,
     "live.run": 4,
+    "live.profile": 4,
     "experiments": 5,
     "config": 5,
     "sweep": 5,

@@ -311,3 +311,103 @@ def test_time_scale_replays_arrivals_faster_with_plain_subprocesses(tmp_path: Pa
     # nobody waited: the simulated JCTs are the measured run times, within timing noise
     assert s["matched_jobs"] == 3 and s["max_abs_diff_s"] < 0.5, s
     assert _wait_gone(lambda: _tagged(tag)) == []
+
+
+def _profile_jobs(tag: str) -> str:
+    """Six real jobs naming an application profile (cifar10 stand-in) with their batch."""
+    text = ""
+    for i, (arr, g, steps) in enumerate(
+        [(0, 1, 160), (2, 2, 80), (3, 1, 60), (5, 2, 60), (6, 1, 40), (7, 1, 40)]
+    ):
+        text += _job(i, float(arr), g, steps, tag, app="cifar10", batch_size=128)
+    return text
+
+
+def test_pollux_resizes_real_jobs_elastically(tmp_path: Path) -> None:
+    """Pollux on application-profile live jobs: a job alone gets more GPUs and a larger batch
+    (``DDLSCHED_BATCH_SIZE``), is shrunk again when others arrive, and resumes from its
+    checkpoint each time; every job completes once and the run passes ``ddlsched check``."""
+    tag = f"ddltest-{uuid.uuid4().hex[:12]}"
+    (tmp_path / "cluster.toml").write_text(CLUSTER)
+    (tmp_path / "jobs.toml").write_text(_profile_jobs(tag))
+    before = _ray_pids()
+    out = tmp_path / "out"
+    r = _ddl(
+        "live",
+        "--cluster",
+        str(tmp_path / "cluster.toml"),
+        "--workload",
+        str(tmp_path / "jobs.toml"),
+        "--policy",
+        "pollux",
+        "--set",
+        "interval=1",
+        "--set",
+        "rescale_delay=1",
+        "--grace",
+        "5",
+        "--quiet",
+        "--out",
+        str(out),
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.startswith("ran pollux on backend live-profile")
+    ev = _events(out)
+    assert sorted(e["job"] for e in ev if e["event"] == "finish") == list(range(6))
+    starts = [e for e in ev if e["event"] == "start"]
+    sizes: dict[int, set[int]] = {}
+    for e in starts:
+        sizes.setdefault(e["job"], set()).add(len(e["gpus"]))
+    resized = [j for j, s in sizes.items() if len(s) > 1]
+    assert resized, f"no job ran on two GPU counts: {sizes}"
+    job = resized[0]
+    batches = {e["batch"] for e in starts if e["job"] == job}
+    assert len(batches) > 1  # the batch followed the allocation
+    firsts = [e["step"] for e in ev if e["event"] == "first_report" and e["job"] == job]
+    assert all(later > earlier for earlier, later in zip(firsts, firsts[1:])), firsts
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["elastic"] is True and summary["attempts_restarted"] >= 1
+    check = _ddl("check", str(out), timeout=60)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert _wait_gone(lambda: _tagged(tag)) == []
+    assert _wait_gone(lambda: _ray_pids() - before) == []
+
+
+def test_sharing_policy_puts_two_jobs_processes_on_one_gpu(tmp_path: Path) -> None:
+    """sjf-bsbf on live jobs (plain subprocesses): some GPU holds two jobs at once."""
+    tag = f"ddltest-{uuid.uuid4().hex[:12]}"
+    (tmp_path / "cluster.toml").write_text(CLUSTER)
+    (tmp_path / "jobs.toml").write_text(_profile_jobs(tag))
+    out = tmp_path / "out"
+    r = _ddl(
+        "live",
+        "--local",
+        "--cluster",
+        str(tmp_path / "cluster.toml"),
+        "--workload",
+        str(tmp_path / "jobs.toml"),
+        "--policy",
+        "sjf-bsbf",
+        "--quiet",
+        "--out",
+        str(out),
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["max_jobs_per_gpu"] == 2
+    import csv
+
+    with open(out / "segments.csv") as f:
+        segs = [
+            (float(s["start"]), float(s["end"]), set(s["placement"].split(";")))
+            for s in csv.DictReader(f)
+        ]
+    shared = any(
+        a[2] & b[2] and a[0] < b[1] and b[0] < a[1]
+        for i, a in enumerate(segs)
+        for b in segs[i + 1 :]
+    )
+    assert shared, segs
+    check = _ddl("check", str(out), timeout=60)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert _wait_gone(lambda: _tagged(tag)) == []

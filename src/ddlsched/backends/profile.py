@@ -16,6 +16,7 @@ from .base import Backend, Progress
 if TYPE_CHECKING:  # pragma: no cover
     from ..api import Settings
     from ..core.cluster import Cluster
+    from ..core.profileexec import ProfileExecutor
     from ..core.simulator import Simulator
     from ..policies.plugins import PolicyOrigin, Registered
 
@@ -65,8 +66,6 @@ class ProfileBackend(Backend):
         origin: PolicyOrigin | None,
         builtin: bool,
     ) -> Simulator:
-        from ..core.profileexec import ProfileExecutor
-        from ..core.simulator import Simulator
         from ..perf.builtin_apps import builtin_profiles
         from ..perf.profiles import load_applications, read_pair_interference
 
@@ -99,11 +98,11 @@ class ProfileBackend(Backend):
                     source="--set",
                     field="pollux_ncf_batch",
                 )
-        return Simulator(
+        return self.simulator(
             cluster,
             jobs,
             policy,
-            ProfileExecutor(
+            self.executor(
                 apps,
                 semantics=settings.semantics,
                 rescale_delay=settings.rescale_delay,
@@ -121,6 +120,19 @@ class ProfileBackend(Backend):
             policy_origin=origin,
             builtin_policy=builtin,
         )
+
+
+    def executor(self, apps: dict, **options: object) -> ProfileExecutor:
+        """The executor of these runs (the live backend's runs real processes)."""
+        from ..core.profileexec import ProfileExecutor
+
+        return ProfileExecutor(apps, **options)  # type: ignore[arg-type]
+
+    def simulator(self, *args: object, **options: object) -> Simulator:
+        """The engine of these runs (the live backend's is on the wall clock)."""
+        from ..core.simulator import Simulator
+
+        return Simulator(*args, **options)  # type: ignore[arg-type]
 
 
 def batch_problem(app: object, replicas: int, batch: int, where: str) -> str | None:

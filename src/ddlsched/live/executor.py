@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -91,6 +91,12 @@ class LiveExecutor:
         self.runs: dict[int, LiveRun] = {}
         self.busy = 0.0
         self.gpu_busy_done: list[float] = []
+        #: how a job that ended (finished or failed) leaves the engine; the live profile
+        #: executor first ends the job's model run
+        self.on_done: Callable[[JobState], None] | None = None
+        #: the total batch a job runs with (``DDLSCHED_BATCH_SIZE``): the job file's, or what
+        #: an elastic policy chose (the live profile executor)
+        self.batch_of: Callable[[JobState], int | None] | None = None
 
     # ------------------------------------------------------------------ Executor protocol
     def attach(self, sim: Simulator) -> None:
@@ -105,9 +111,11 @@ class LiveExecutor:
         """A new attempt of ``job`` on its GPUs."""
         r.attempt += 1
         r.since = self.sim.now
-        self.launcher.launch(job.job_id, self.workers(job, r))
+        workers = self.workers(job, r)
+        self.launcher.launch(job.job_id, workers)
         r.running = True  # only once launched: an interrupted launch left nothing running
-        self._event("start", job, gpus=list(job.gpus), attempt=r.attempt)
+        batch = workers[0].env.get("DDLSCHED_BATCH_SIZE")
+        self._event("start", job, gpus=list(job.gpus), attempt=r.attempt, batch=batch)
 
     def stop(self, job: JobState) -> None:
         r = self.runs[job.job_id]
@@ -141,16 +149,22 @@ class LiveExecutor:
             self._ended(job, r, p)
             if all(c == 0 for c in p.exit_codes):
                 self._event("finish", job, step=self._step(r))
-                self.sim.job_finished(job)
+                self._done(job)
                 continue
             r.failures += 1
             if r.failures > r.job.max_restarts:
                 r.failed = True
                 self._event("failed", job, exit_codes=list(p.exit_codes), failures=r.failures)
-                self.sim.job_finished(job)  # ends the job; recorded in summary `failed_jobs`
+                self._done(job)  # ends the job; recorded in summary `failed_jobs`
             else:  # restart in place, from its checkpoint (the policy's decision stands)
                 self._event("crashed", job, exit_codes=list(p.exit_codes), failures=r.failures)
                 self._launch(job, r)
+
+    def _done(self, job: JobState) -> None:
+        if self.on_done is not None:
+            self.on_done(job)
+        else:
+            self.sim.job_finished(job)
 
     # ------------------------------------------------------------------ what policies ask
     def remaining_alone(self, job: JobState) -> float:
@@ -188,8 +202,11 @@ class LiveExecutor:
             "DDLSCHED_ATTEMPT": str(r.attempt),
             "DDLSCHED_CHECKPOINT_DIR": str(Path(checkpoint).resolve()),
         }
-        if spec.batch_size:
-            env["DDLSCHED_BATCH_SIZE"] = str(spec.batch_size)
+        batch = self.batch_of(job) if self.batch_of is not None else spec.batch_size
+        if batch:
+            env["DDLSCHED_BATCH_SIZE"] = str(batch)
+        # a GPU-sharing policy puts up to k jobs on a GPU: each worker claims 1/k of it
+        share = 1.0 / max(self.sim.max_jobs_per_gpu or 1, 1)
         out = []
         for rank, g in enumerate(gpus):
             server = cluster.gpu_server[g]
@@ -208,6 +225,7 @@ class LiveExecutor:
                     cwd=self.cwd,
                     log_path=str(attempt_dir / f"rank-{rank}.log"),
                     run_dir=str(attempt_dir),
+                    gpu_share=share,
                 )
             )
         return out

@@ -106,6 +106,7 @@ def run_live(
     from ..core.rundir import output_dir, same_config_rule
     from .backend import LiveBackend
     from .executor import EventLog
+    from .profile import LiveProfileBackend, to_profile_specs
 
     if cfg.time_scale <= 0:
         raise InputError("must be > 0", field="time_scale")
@@ -117,7 +118,8 @@ def run_live(
             raise InputError("give --cluster (or --ray-address to use a Ray cluster's GPUs)")
         cluster = load_cluster(cfg.cluster)
         check_fits(jobs, cluster, cfg.jobs)
-    specs = to_specs(jobs, cfg.time_scale)
+    profiled = any(j.app for j in jobs)  # application-profile jobs (every job, then)
+    specs = to_profile_specs(jobs, cfg.time_scale) if profiled else to_specs(jobs, cfg.time_scale)
     record = cfg.record()
     interrupted: BaseException | None = None
     with output_dir(cfg.out, may_replace=same_config_rule(record), overwrite=cfg.overwrite) as d:
@@ -126,7 +128,8 @@ def run_live(
             cluster = launcher.cluster()
             check_fits(jobs, cluster, cfg.jobs)
             log = EventLog(d / "events.jsonl")
-            backend = LiveBackend(
+            kind = LiveProfileBackend if profiled else LiveBackend
+            backend = kind(
                 launcher,
                 {j.job_id: j for j in jobs},
                 d,
@@ -146,7 +149,9 @@ def run_live(
                 backend=backend,
             )
             record["resolved"] = dict(sim.resolved)
-            executor = backend.executor
+            executor = (
+                backend.procs if isinstance(backend, LiveProfileBackend) else backend.executor
+            )
             assert executor is not None
             try:
                 res = sim.run()
@@ -155,7 +160,7 @@ def run_live(
                 stopped = executor.stop_all()
                 log.write(sim.now, "interrupted", stopped=stopped)
                 done = [j for j in sim.jobs if j.finish is not None]
-                res = build_result(cluster, done, executor.busy_gpu_seconds())
+                res = build_result(cluster, done, sim.executor.busy_gpu_seconds())
             res.summary.update(executor.summary())
             res.summary["interrupted"] = interrupted is not None
             log.close()

@@ -1,0 +1,161 @@
+"""Live application-profile jobs: the policies that need a job's performance model (sjf,
+sjf-ffs, sjf-bsbf, pollux, and fifo/tiresias on such jobs) schedule real processes.
+
+``LiveProfileExecutor`` is the simulator's ``ProfileExecutor`` — the application profile
+gives the estimates the policies ask for (remaining time at a configuration, batch
+configurations, memory share; Pollux's goodput) and follows each job's configuration as it
+starts, stops and is resized — while real processes decide when a job has finished: the
+model's own completion ends nothing. An elastic policy's batch reaches the job as
+``DDLSCHED_BATCH_SIZE``; a sharing policy's two jobs on one GPU each claim half of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..backends.profile import ProfileBackend
+from ..core.profileexec import ProfileExecutor
+from ..errors import InputError
+from .executor import EventLog, LiveExecutor
+from .launch import Launcher
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..core.job import JobSpec
+    from ..core.profileexec import _Run
+    from ..core.realtime import RealtimeSimulator
+    from ..core.simulator import Simulator
+    from ..core.state import JobState
+    from ..settings import Settings
+    from ..settings_scope import RunScope
+    from .jobfile import LiveJob
+
+
+class LiveProfileExecutor(ProfileExecutor):
+    """``ProfileExecutor`` for the estimates, a ``LiveExecutor`` for the processes."""
+
+    def __init__(self, applications: dict, procs: LiveExecutor, **options: object) -> None:
+        super().__init__(applications, **options)  # type: ignore[arg-type]
+        self.procs = procs
+        procs.on_done = self._process_done
+        procs.batch_of = self._batch
+
+    def attach(self, sim: Simulator) -> None:
+        super().attach(sim)
+        self.procs.attach(sim)
+
+    def start(self, job: JobState, delay: float) -> None:
+        super().start(job, delay)  # the configuration (batch, micro-batch) is chosen here
+        self.procs.start(job, delay)
+
+    def stop(self, job: JobState) -> None:
+        self.procs.stop(job)
+        super().stop(job)
+
+    def poll(self) -> None:
+        self.procs.poll()
+
+    def _finish(self, r: _Run, at: float) -> None:
+        """The model says the job is done; the job's processes decide (they keep running)."""
+        if self.procs.log is not None:
+            self.procs.log.write(self.sim.now, "model_done", r.job.job_id)
+
+    def _process_done(self, job: JobState) -> None:
+        r = self.runs[job.job_id]
+        if r.running:
+            if self.semantics == "events":
+                self._advance(r, self.sim.now)
+            self._leave(r)
+        self.sim.job_finished(job)
+
+    def _batch(self, job: JobState) -> int | None:
+        """The total batch the job's configuration trains with (R · micro-batch · steps)."""
+        r = self.runs[job.job_id]
+        return r.cfg.M if r.cfg is not None else job.spec.batch_size or None
+
+
+class LiveProfileBackend(ProfileBackend):
+    """Live jobs that name an application profile (``app`` in the job file)."""
+
+    name = "live-profile"
+
+    def __init__(
+        self,
+        launcher: Launcher,
+        jobs: Mapping[int, LiveJob],
+        run_dir: Path,
+        *,
+        grace: float = 10.0,
+        poll_interval: float = 0.2,
+        log: EventLog | None = None,
+        cwd: str | None = None,
+        launcher_name: str = "",
+    ) -> None:
+        self.procs = LiveExecutor(launcher, jobs, run_dir, grace=grace, cwd=cwd, log=log)
+        self.poll_interval = poll_interval
+        self.launcher_name = launcher_name
+        self.executor_: LiveProfileExecutor | None = None
+
+    def accepts(self, jobs: object, entry: object, settings: object) -> bool:
+        return False  # chosen explicitly by ``ddlsched live``
+
+    def check(self, jobs: object, settings: Settings) -> None:  # type: ignore[override]
+        if settings.semantics != "events":
+            raise InputError(
+                "live runs are in events semantics (real time)", source="--set", field="semantics"
+            )
+
+    def resolved(self, scope: RunScope, settings: Settings) -> dict[str, object]:
+        out = super().resolved(scope, settings)
+        out["backend"] = self.name
+        out["jobs"] = "live application-profile jobs"
+        if self.launcher_name:
+            out["launcher"] = self.launcher_name
+        return out
+
+    def executor(self, apps: dict, **options: object) -> LiveProfileExecutor:  # type: ignore[override]
+        self.executor_ = LiveProfileExecutor(apps, self.procs, **options)
+        return self.executor_
+
+    def simulator(self, *args: object, **options: object) -> RealtimeSimulator:  # type: ignore[override]
+        from ..core.realtime import RealtimeSimulator
+
+        options.pop("semantics", None)
+        options.pop("round_interval", None)
+        return RealtimeSimulator(*args, poll_interval=self.poll_interval, **options)  # type: ignore[arg-type]
+
+
+def to_profile_specs(jobs: list[LiveJob], time_scale: float) -> list[JobSpec]:
+    """Live jobs with an ``app`` as application-profile jobs (their ``batch_size`` needed)."""
+    from ..core.job import JobSpec
+    from ..workloads.trace_formats import placeholder_model
+
+    out = []
+    for j in jobs:
+        if not j.app:
+            raise InputError(
+                f"job {j.job_id} has no app while others have one: give every job an app "
+                "(application-profile policies) or none (trace policies)",
+                field="app",
+                line=j.line,
+            )
+        if not j.batch_size:
+            raise InputError(
+                f"job {j.job_id} ({j.app}) needs a batch_size (the total batch it asks for)",
+                field="batch_size",
+                line=j.line,
+            )
+        out.append(
+            JobSpec(
+                job_id=j.job_id,
+                arrival=j.arrival / time_scale,
+                num_gpus=j.gpus,
+                iterations=0,
+                model=placeholder_model(j.app),
+                application=j.app,
+                batch_size=j.batch_size,
+                name=" ".join(j.command)[:80],
+            )
+        )
+    return out
