@@ -364,7 +364,7 @@ def test_pollux_resizes_real_jobs_elastically(tmp_path: Path) -> None:
     batches = {e["batch"] for e in starts if e["job"] == job}
     assert len(batches) > 1  # the batch followed the allocation
     firsts = [e["step"] for e in ev if e["event"] == "first_report" and e["job"] == job]
-    assert all(later > earlier for earlier, later in zip(firsts, firsts[1:])), firsts
+    assert all(later > earlier for earlier, later in zip(firsts, firsts[1:], strict=False)), firsts
     summary = json.loads((out / "summary.json").read_text())
     assert summary["elastic"] is True and summary["attempts_restarted"] >= 1
     check = _ddl("check", str(out), timeout=60)
