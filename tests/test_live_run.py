@@ -365,6 +365,11 @@ def test_pollux_resizes_real_jobs_elastically(tmp_path: Path) -> None:
     assert len(batches) > 1  # the batch followed the allocation
     firsts = [e["step"] for e in ev if e["event"] == "first_report" and e["job"] == job]
     assert all(later > earlier for earlier, later in zip(firsts, firsts[1:], strict=False)), firsts
+    # Pollux's goodput model is refit from what the jobs reported: seconds per iteration
+    # measured (each step sleeps 0.05 s), not the cifar10 profile's
+    measured = [e for e in ev if e["event"] == "measured"]
+    assert measured and all(0.05 <= e["step_s"] < 0.5 for e in measured), measured
+    assert any(abs(e["step_s"] - e["profile_step_s"]) > 0.005 for e in measured)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["elastic"] is True and summary["attempts_restarted"] >= 1
     check = _ddl("check", str(out), timeout=60)

@@ -170,3 +170,22 @@ def test_policies_do_not_read_executor_state() -> None:
             if path.name == "gates.py":
                 continue
             assert not bad.findall(path.read_text()), path
+
+
+def test_pollux_takes_measured_step_times_and_refits() -> None:
+    """Live mode's measured observation (``ObservesMeasured``): the goodput model's record
+    of a configuration is replaced by the measurement and refit; in simulation the first
+    observation of a configuration stays (``replace`` off)."""
+    from ddlsched.core.protocols import ObservesMeasured
+    from ddlsched.perf.builtin_apps import builtin_profiles
+    from ddlsched.perf.goodput import JobGoodput
+    from ddlsched.policies.pollux import Pollux
+
+    assert isinstance(Pollux(), ObservesMeasured)
+    m = JobGoodput(builtin_profiles()["cifar10"])
+    m.observe(1, 1, 128, 0.06, 0.0)
+    before = dict(m.profile)
+    m.observe(1, 1, 128, 0.5, 0.0)  # seen before: kept (simulation)
+    assert m.profile == before
+    m.observe(1, 1, 128, 0.5, 0.0, replace=True)  # a measurement replaces it (live)
+    assert m.profile[(1, 1, 128)] == (0.5, 0.0)

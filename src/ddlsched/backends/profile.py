@@ -121,7 +121,6 @@ class ProfileBackend(Backend):
             builtin_policy=builtin,
         )
 
-
     def executor(self, apps: dict, **options: object) -> ProfileExecutor:
         """The executor of these runs (the live backend's runs real processes)."""
         from ..core.profileexec import ProfileExecutor

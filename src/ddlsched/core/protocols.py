@@ -242,6 +242,14 @@ class JobAgent(Protocol):
 
 
 @runtime_checkable
+class ObservesMeasured(Protocol):
+    """A job agent that takes real measurements (live mode): seconds per iteration of the
+    configuration a job runs, from its progress reports, instead of the profile's."""
+
+    def observe_measured(self, run: ProfileRun, step_time: float) -> tuple[float, float]: ...
+
+
+@runtime_checkable
 class HostsAgents(Protocol):
     """An executor that calls a ``JobAgent`` while jobs run."""
 

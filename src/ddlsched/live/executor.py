@@ -66,6 +66,9 @@ class LiveRun:
     progress: dict | None = None  # the last report of rank 0
     first_step: list[object] = field(default_factory=list)  # first reported step per attempt
     startup: list[float] = field(default_factory=list)  # seconds from launch to first report
+    #: the current attempt's first and latest report: (job's unix time, step)
+    first_seen: tuple[float, int] | None = None
+    last_seen: tuple[float, int] | None = None
     exit_codes: tuple[int | None, ...] = ()
 
 
@@ -111,6 +114,7 @@ class LiveExecutor:
         """A new attempt of ``job`` on its GPUs."""
         r.attempt += 1
         r.since = self.sim.now
+        r.first_seen = r.last_seen = None
         workers = self.workers(job, r)
         self.launcher.launch(job.job_id, workers)
         r.running = True  # only once launched: an interrupted launch left nothing running
@@ -251,6 +255,22 @@ class LiveExecutor:
             r.startup.append(self.sim.now - r.since)
             self._event("first_report", job, attempt=r.attempt, step=p.progress.get("step"))
         r.progress = p.progress
+        t, step = p.progress.get("time"), p.progress.get("step")
+        if isinstance(t, (int, float)) and isinstance(step, int):
+            if r.first_seen is None:
+                r.first_seen = (float(t), step)
+            r.last_seen = (float(t), step)
+
+    def step_time(self, job: JobState, least: int = 5) -> float | None:
+        """Seconds per step of ``job``'s current attempt, from its reports (the job's own
+        clock), once it reported ``least`` steps; None before."""
+        r = self.runs[job.job_id]
+        if r.first_seen is None or r.last_seen is None:
+            return None
+        (t0, s0), (t1, s1) = r.first_seen, r.last_seen
+        if s1 - s0 < least or t1 <= t0:
+            return None
+        return (t1 - t0) / (s1 - s0)
 
     @staticmethod
     def _step(r: LiveRun) -> object:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..backends.profile import ProfileBackend
 from ..core.profileexec import ProfileExecutor
+from ..core.protocols import ObservesMeasured
 from ..errors import InputError
 from .executor import EventLog, LiveExecutor
 from .launch import Launcher
@@ -38,6 +39,8 @@ class LiveProfileExecutor(ProfileExecutor):
     def __init__(self, applications: dict, procs: LiveExecutor, **options: object) -> None:
         super().__init__(applications, **options)  # type: ignore[arg-type]
         self.procs = procs
+        #: per job, the configuration (placement, micro-batch) last measured for its agent
+        self._measured: dict[int, tuple] = {}
         procs.on_done = self._process_done
         procs.batch_of = self._batch
 
@@ -54,7 +57,36 @@ class LiveProfileExecutor(ProfileExecutor):
         super().stop(job)
 
     def poll(self) -> None:
+        """The processes' exits and reports; a running job's measured seconds per iteration
+        go to its agent (Pollux refits its goodput model), once per configuration."""
         self.procs.poll()
+        agent = self.agent
+        if not isinstance(agent, ObservesMeasured):
+            return
+        for job in self.sim.running.values():
+            r = self.runs[job.job_id]
+            if r.cfg is None:
+                continue
+            key = (r.placement, r.cfg.a)
+            if self._measured.get(job.job_id) == key:
+                continue
+            step = self.procs.step_time(job)
+            if step is None:
+                continue
+            self._measured[job.job_id] = key
+            recorded = agent.observe_measured(r, step)
+            if self.procs.log is not None:
+                profile_step = r.app.step_time(r.placement, r.cfg.a)[0]
+                self.procs.log.write(
+                    self.sim.now,
+                    "measured",
+                    job.job_id,
+                    placement=list(r.placement),
+                    local_batch=r.cfg.a,
+                    step_s=recorded[0],
+                    sync_s=recorded[1],
+                    profile_step_s=profile_step,
+                )
 
     def _finish(self, r: _Run, at: float) -> None:
         """The model says the job is done; the job's processes decide (they keep running)."""

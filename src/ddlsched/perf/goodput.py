@@ -242,8 +242,11 @@ class JobGoodput:
         sync_time: float,
         *,
         grad: tuple[float, float] | None = None,
+        replace: bool = False,
     ) -> None:
-        """Record a measured configuration and refit if it is new (sim:85-98).
+        """Record a measured configuration and refit if it is new (sim:85-98); with
+        ``replace`` (live mode: a real measurement of a configuration first known from the
+        profile) the new times replace the recorded ones and the model is refit.
 
         ``local_bsz`` is the micro-batch a the job ran (after the §2 cap). A configuration seen
         before is ignored (its first measurement stays). ``grad`` (grad_sqr, grad_var), if
@@ -253,7 +256,7 @@ class JobGoodput:
         if grad is not None:
             self.grad = (float(grad[0]), float(grad[1]))
         key = (int(num_nodes), int(replicas), int(local_bsz))
-        if key in self.profile:
+        if key in self.profile and not replace:
             return
         _check(key[0], key[1])
         if not (math.isfinite(step_time) and step_time > 0):

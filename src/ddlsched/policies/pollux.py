@@ -101,6 +101,20 @@ class Pollux:
             len(run.placement), sum(run.placement), cfg.a, step, sync, grad=grad
         )
 
+    def observe_measured(self, run: ProfileRun, step_time: float) -> tuple[float, float]:
+        """A real measurement of ``run``'s configuration (live mode: seconds per iteration
+        from the job's progress reports) replaces the profile's in the job's goodput model,
+        which is refit — the agent's fit, from what the job reported. The sync share of the
+        step is the profile's for that configuration. Returns the (step, sync) recorded."""
+        app, cfg = run.app, run.cfg
+        assert cfg is not None
+        p_step, p_sync = app.step_time(run.placement, cfg.a)
+        sync = step_time * (p_sync / p_step) if p_step > 0 else 0.0
+        self._model(run.job).observe(
+            len(run.placement), sum(run.placement), cfg.a, step_time, sync, replace=True
+        )
+        return step_time, sync
+
     def _pinned(self, job: JobState) -> bool:
         """NCF under the artifact's quirk: one replica, batch ``ncf_batch``."""
         return bool(self.ncf_batch) and job.spec.application == "ncf"
