@@ -25,7 +25,7 @@ from ..parsing import (
     toml_value_error,
     too_deep,
 )
-from ..paths import path_exists
+from ..paths import path_exists, read_text
 from .cluster import Cluster, Server
 
 
@@ -401,16 +401,7 @@ def read_cluster(path: str | Path) -> Cluster:
             f"unknown cluster file type '{path.suffix}'; expected .toml, .yaml, .yml or .json",
             source=source,
         )
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("file not found", source=source) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a file", source=source) from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"not a UTF-8 text file ({e.reason})", source=source) from None
-    except OSError as e:
-        raise InputError(f"cannot read file: {e.strerror}", source=source) from None
+    text = read_text(path)
     if not text.strip():
         raise InputError("file is empty; expected a cluster with [[servers]]", source=source)
     ctx = _Ctx(source, text, fmt)

@@ -5,8 +5,7 @@ from a workload."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..backends.base import Backend, Progress
@@ -14,15 +13,13 @@ from ..core.job import JobSpec
 from ..core.protocols import SchedulingPolicy
 from ..policies.plugins import TRACE_JOBS
 from ..settings_scope import LIVE, RunScope
-from .executor import EventLog, LiveExecutor
-from .launch import Launcher
+from .executor import LiveExecutor
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.cluster import Cluster
     from ..core.realtime import RealtimeSimulator
     from ..policies.plugins import PolicyOrigin, Registered
     from ..settings import Settings
-    from .jobfile import LiveJob
 
 
 class LiveBackend(Backend):
@@ -33,26 +30,12 @@ class LiveBackend(Backend):
     sections = {LIVE: ("policy",)}
 
     def __init__(
-        self,
-        launcher: Launcher,
-        jobs: Mapping[int, LiveJob],
-        run_dir: Path,
-        *,
-        grace: float = 10.0,
-        poll_interval: float = 0.2,
-        log: EventLog | None = None,
-        cwd: str | None = None,
-        launcher_name: str = "",
+        self, procs: LiveExecutor, *, poll_interval: float = 0.2, launcher_name: str = ""
     ) -> None:
-        self.launcher = launcher
-        self.live_jobs = jobs
-        self.run_dir = run_dir
-        self.grace = grace
+        #: the processes' executor (``ddlsched live`` builds it: launcher, jobs, run dir)
+        self.procs = procs
         self.poll_interval = poll_interval
-        self.log = log
-        self.cwd = cwd
         self.launcher_name = launcher_name
-        self.executor: LiveExecutor | None = None
 
     def accepts(
         self, jobs: Sequence[JobSpec], entry: Registered | None, settings: Settings
@@ -78,19 +61,11 @@ class LiveBackend(Backend):
     ) -> RealtimeSimulator:
         from ..core.realtime import RealtimeSimulator
 
-        self.executor = LiveExecutor(
-            self.launcher,
-            self.live_jobs,
-            self.run_dir,
-            grace=self.grace,
-            cwd=self.cwd,
-            log=self.log,
-        )
         return RealtimeSimulator(
             cluster,
             jobs,
             policy,
-            self.executor,
+            self.procs,
             seed=seed,
             max_jobs_per_gpu=1,
             restart_delay=0.0,

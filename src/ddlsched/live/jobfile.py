@@ -30,6 +30,7 @@ from ..parsing import (
     toml_value_error,
     too_deep,
 )
+from ..paths import read_text
 
 __all__ = ["FIELDS", "REQUIRED_FIELDS", "LiveJob", "check_commands", "read_live_jobs"]
 
@@ -359,16 +360,7 @@ def read_live_jobs(path: str | os.PathLike[str]) -> list[LiveJob]:
             f"unknown live job file type {quote(path.suffix)}; expected .toml or .csv",
             source=source,
         )
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("file not found", source=source) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a file", source=source) from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"not a UTF-8 text file ({e.reason})", source=source) from None
-    except OSError as e:
-        raise InputError(f"cannot read file: {e.strerror}", source=source) from None
+    text = read_text(path)
     if not text.strip():
         raise InputError("file is empty; expected jobs", source=source)
     return _read_toml(text, source) if suffix == ".toml" else _read_csv(text, source)

@@ -11,16 +11,13 @@ model's own completion ends nothing. An elastic policy's batch reaches the job a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..backends.profile import ProfileBackend
 from ..core.profileexec import ProfileExecutor
 from ..core.protocols import ObservesMeasured
 from ..errors import InputError
-from .executor import EventLog, LiveExecutor
-from .launch import Launcher
+from .executor import LiveExecutor
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.job import JobSpec
@@ -113,21 +110,11 @@ class LiveProfileBackend(ProfileBackend):
     name = "live-profile"
 
     def __init__(
-        self,
-        launcher: Launcher,
-        jobs: Mapping[int, LiveJob],
-        run_dir: Path,
-        *,
-        grace: float = 10.0,
-        poll_interval: float = 0.2,
-        log: EventLog | None = None,
-        cwd: str | None = None,
-        launcher_name: str = "",
+        self, procs: LiveExecutor, *, poll_interval: float = 0.2, launcher_name: str = ""
     ) -> None:
-        self.procs = LiveExecutor(launcher, jobs, run_dir, grace=grace, cwd=cwd, log=log)
+        self.procs = procs
         self.poll_interval = poll_interval
         self.launcher_name = launcher_name
-        self.executor_: LiveProfileExecutor | None = None
 
     def accepts(self, jobs: object, entry: object, settings: object) -> bool:
         return False  # chosen explicitly by ``ddlsched live``
@@ -147,8 +134,7 @@ class LiveProfileBackend(ProfileBackend):
         return out
 
     def executor(self, apps: dict, **options: object) -> LiveProfileExecutor:  # type: ignore[override]
-        self.executor_ = LiveProfileExecutor(apps, self.procs, **options)
-        return self.executor_
+        return LiveProfileExecutor(apps, self.procs, **options)
 
     def simulator(self, *args: object, **options: object) -> RealtimeSimulator:  # type: ignore[override]
         from ..core.realtime import RealtimeSimulator

@@ -105,7 +105,7 @@ def run_live(
     from ..core.results import write_result_files
     from ..core.rundir import output_dir, same_config_rule
     from .backend import LiveBackend
-    from .executor import EventLog
+    from .executor import EventLog, LiveExecutor
     from .profile import LiveProfileBackend, to_profile_specs
 
     if cfg.time_scale <= 0:
@@ -128,15 +128,18 @@ def run_live(
             cluster = launcher.cluster()
             check_fits(jobs, cluster, cfg.jobs)
             log = EventLog(d / "events.jsonl")
-            kind = LiveProfileBackend if profiled else LiveBackend
-            backend = kind(
+            executor = LiveExecutor(
                 launcher,
                 {j.job_id: j for j in jobs},
                 d,
                 grace=cfg.grace,
-                poll_interval=cfg.poll_interval,
-                log=log,
                 cwd=os.getcwd(),
+                log=log,
+            )
+            kind = LiveProfileBackend if profiled else LiveBackend
+            backend = kind(
+                executor,
+                poll_interval=cfg.poll_interval,
                 launcher_name=cfg.launcher if cfg.ray_address is None else "ray-cluster",
             )
             sim = build_simulator(
@@ -149,10 +152,6 @@ def run_live(
                 backend=backend,
             )
             record["resolved"] = dict(sim.resolved)
-            executor = (
-                backend.procs if isinstance(backend, LiveProfileBackend) else backend.executor
-            )
-            assert executor is not None
             try:
                 res = sim.run()
             except KeyboardInterrupt as e:  # Ctrl-C / SIGTERM: stop (checkpoint), record

@@ -20,6 +20,7 @@ from ..core.results import atomic_write_text, csv_text
 from ..core.timing import MAX_SIZE_MB, time_problem
 from ..errors import InputError, quote, suggest
 from ..parsing import NumberError, csv_rows, describe, load_json, to_float, to_int
+from ..paths import read_text  # noqa: F401  (trace readers import it from here too)
 from ..perf.models import WANG20_MODELS, builtin_model
 from .pollux import is_pollux_header, read_pollux_csv
 
@@ -352,21 +353,6 @@ def _line_of_key(text: str, key: str, start: int, end: int) -> int | None:
 # --------------------------------------------------------------------------------------------
 # public API
 # --------------------------------------------------------------------------------------------
-
-
-def read_text(path: Path) -> str:
-    """A workload or trace file's text (UTF-8, BOM dropped); ``InputError`` naming the file
-    when it cannot be read."""
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("file not found", source=str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a file", source=str(path)) from None
-    except UnicodeDecodeError as e:
-        raise InputError(f"not a UTF-8 text file ({e.reason})", source=str(path)) from None
-    except OSError as e:
-        raise InputError(f"cannot read file: {e.strerror}", source=str(path)) from None
 
 
 def read_workload(path: str | Path) -> list[JobSpec]:
