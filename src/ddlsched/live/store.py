@@ -249,9 +249,7 @@ class JobStore:
         self.close()
 
     @staticmethod
-    def _event(
-        cur: sqlite3.Cursor, t: float, job: int | None, event: str, **detail: Any
-    ) -> None:
+    def _event(cur: sqlite3.Cursor, t: float, job: int | None, event: str, **detail: Any) -> None:
         cur.execute(
             "INSERT INTO events (t, job, event, detail) VALUES (?, ?, ?, ?)",
             (t, job, event, json.dumps(detail, sort_keys=True)),
@@ -403,8 +401,7 @@ class JobStore:
         t = _time(now)
         with self._write() as cur:
             ids = [
-                r[0]
-                for r in cur.execute("SELECT id FROM jobs WHERE state = 'running' ORDER BY id")
+                r[0] for r in cur.execute("SELECT id FROM jobs WHERE state = 'running' ORDER BY id")
             ]
             for job_id in ids:
                 cur.execute(
@@ -416,8 +413,7 @@ class JobStore:
     @staticmethod
     def _end(cur: sqlite3.Cursor, job_id: int, state: str, t: float, reason: str | None) -> None:
         cur.execute(
-            "UPDATE jobs SET state = ?, gpus_held = '[]', reason = ?, finished_at = ?"
-            " WHERE id = ?",
+            "UPDATE jobs SET state = ?, gpus_held = '[]', reason = ?, finished_at = ? WHERE id = ?",
             (state, reason, t, job_id),
         )
 
@@ -497,4 +493,3 @@ class JobStore:
         """``PRAGMA integrity_check``'s answer: "ok" for a sound file."""
         with self._lock:
             return "; ".join(r[0] for r in self._db.execute("PRAGMA integrity_check"))
-
