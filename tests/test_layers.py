@@ -5,7 +5,7 @@ Bottom to top::
     0  errors, parsing, paths, progress, parallel, live (the job-side client ``live/__init__``)
     1  perf
     2  core
-    3  policies, planning, workloads, live.jobfile
+    3  policies, planning, workloads, live.jobfile, live.store
     4  api, backends, policy, settings, settings_scope, live.launch, live.raylauncher,
        live.executor, live.backend, live.run, and the package façade ``ddlsched/__init__``
     5  experiments, config, sweep, report, check
@@ -51,6 +51,7 @@ LAYERS: dict[str, int] = {
     "planning": 3,
     "workloads": 3,
     "live.jobfile": 3,
+    "live.store": 3,
     "": 4,  # ddlsched/__init__.py, the façade of the library
     "api": 4,
     "policy": 4,
