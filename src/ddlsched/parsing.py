@@ -184,6 +184,29 @@ def toml_value_error(e: ValueError, text: str, source: str) -> InputError:
     return InputError(f"invalid TOML: {str(e).splitlines()[0] if str(e) else e!r}", source=source)
 
 
+def load_toml(text: str, source: str) -> Any:
+    """Parse TOML ``text`` of file ``source``: a decode error names its line (the parser's
+    "(at line N, column M)" moved into the message's place), a huge integer or deep nesting
+    is one line too; the nesting depth is checked."""
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        msg = str(e)
+        m = re.search(r"\s*\(at line (\d+), column \d+\)", msg)
+        line = int(m.group(1)) if m else None
+        if m:
+            msg = msg[: m.start()] + msg[m.end() :]
+        raise InputError(f"invalid TOML: {msg}", source=source, line=line) from None
+    except ValueError as e:  # not a TOMLDecodeError: a 5,000-digit integer
+        raise toml_value_error(e, text, source) from None
+    except RecursionError:
+        raise too_deep(source, "TOML") from None
+    check_depth(data, source, "TOML")
+    return data
+
+
 # ---------------------------------------------------------------------------------- JSON
 class _Rejected(Exception):
     """Raised by the JSON hooks; the message says what, ``_json_problem`` finds the line."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,13 +16,11 @@ from ..errors import InputError, quote, suggest
 from ..parsing import (
     NumberError,
     StrictYamlLoader,
-    check_depth,
     check_float,
     check_int,
     load_json,
+    load_toml,
     load_yaml,
-    toml_value_error,
-    too_deep,
 )
 from ..paths import path_exists, read_text
 from .cluster import Cluster, Server
@@ -365,21 +362,7 @@ def _build_cluster(data: Any, ctx: _Ctx, default_name: str) -> Cluster:
 
 def _parse(text: str, source: str, fmt: str) -> Any:
     if fmt == "toml":
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            msg = str(e)
-            m = re.search(r"\s*\(at line (\d+), column \d+\)", msg)
-            line = int(m.group(1)) if m else None
-            if m:
-                msg = msg[: m.start()] + msg[m.end() :]
-            raise InputError(f"invalid TOML: {msg}", source=source, line=line) from None
-        except ValueError as e:  # not a TOMLDecodeError: a 5,000-digit integer
-            raise toml_value_error(e, text, source) from None
-        except RecursionError:
-            raise too_deep(source, "TOML") from None
-        check_depth(data, source, "TOML")
-        return data
+        return load_toml(text, source)
     if fmt == "yaml":
         return load_yaml(text, source)
     return load_json(text, source)

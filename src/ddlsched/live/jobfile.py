@@ -12,7 +12,6 @@ import os
 import re
 import shlex
 import shutil
-import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,13 +21,11 @@ from ..core.timing import time_problem
 from ..errors import InputError, quote, suggest
 from ..parsing import (
     NumberError,
-    check_depth,
     csv_rows,
     describe,
+    load_toml,
     to_float,
     to_int,
-    toml_value_error,
-    too_deep,
 )
 from ..paths import read_text
 
@@ -292,20 +289,7 @@ def _toml_lines(text: str) -> list[tuple[int, dict[str, int]]]:
 
 
 def _read_toml(text: str, source: str) -> list[LiveJob]:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        msg = str(e)
-        m = re.search(r"\s*\(at line (\d+), column \d+\)", msg)
-        line = int(m.group(1)) if m else None
-        if m:
-            msg = msg[: m.start()] + msg[m.end() :]
-        raise InputError(f"invalid TOML: {msg}", source=source, line=line) from None
-    except ValueError as e:  # not a TOMLDecodeError: a 5,000-digit integer
-        raise toml_value_error(e, text, source) from None
-    except RecursionError:
-        raise too_deep(source, "TOML") from None
-    check_depth(data, source, "TOML")
+    data = load_toml(text, source)
     for key in data:
         if key != "jobs":
             raise InputError(
