@@ -176,6 +176,26 @@ def test_lifecycle_start_preempt_finish(store: JobStore) -> None:
     assert store.events(limit=2) == ev[:2]
 
 
+def test_resize_moves_a_running_job_in_one_step(store: JobStore) -> None:
+    """An elastic policy's resize: running → running on other GPUs as a new attempt; a
+    queued job, a repeated attempt or a bad GPU list is refused and changes nothing."""
+    (a,) = store.submit([job(gpus=1)], now=0.0)
+    with pytest.raises(StateError, match="cannot resize job"):
+        store.resize(a, [0, 1], attempt=0, now=0.5)  # not running yet
+    store.start(a, [0], attempt=0, now=1.0)
+    store.resize(a, [2, 3], attempt=1, now=2.0, batch_size=256)
+    j = store.job(a)
+    assert (j.state, j.attempt, j.gpus_held) == ("running", 1, (2, 3))
+    ev = store.events()[-1]
+    assert ev.event == "resize"
+    assert ev.detail == {"gpus": [2, 3], "before": [0], "attempt": 1, "batch_size": 256}
+    before = snapshot(store)
+    for gpus, attempt in (([1], 1), ([1], 0), ([1, 1], 2), ([], 2), ([-1], 2)):
+        with pytest.raises(StateError):
+            store.resize(a, gpus, attempt=attempt, now=3.0)
+    assert snapshot(store) == before
+
+
 def test_fail_cancel(store: JobStore) -> None:
     a, b, c, d = store.submit([job(), job(), job(), job()], now=0.0)
     store.start(b, [0], 0, now=1.0)

@@ -7,7 +7,8 @@ nothing)::
 
     submit → queued ⇄ running → finished
              queued/running → cancelled, failed;  running → queued (preempt, crash with
-             restarts left, recover after a service restart)
+             restarts left, recover after a service restart);  running → running on other
+             GPUs (resize: a new attempt)
 """
 
 from __future__ import annotations
@@ -156,6 +157,26 @@ def _check_job(job: Any, index: int) -> None:
         or job.duration <= 0
     ):
         raise bad(f"duration must be > 0 seconds, got {job.duration!r}", "duration")
+
+
+def _gpu_list(job_id: int, gpus: Sequence[int], verb: str) -> list[int]:
+    """``gpus`` as a list of distinct GPU ids ≥ 0 (``StateError`` otherwise)."""
+    held = list(gpus) if not isinstance(gpus, str | bytes) else []
+    if (
+        not held
+        or not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in held)
+        or len(set(held)) != len(held)
+    ):
+        raise StateError(f"cannot {verb} job {job_id}: bad GPU list {gpus!r}")
+    return held
+
+
+def _check_attempt(job_id: int, attempt: int, last: int, verb: str) -> None:
+    """An attempt number must be greater than every one before: an attempt never runs twice."""
+    if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt <= last:
+        raise StateError(
+            f"cannot {verb} job {job_id}: attempt {attempt!r} is not after its last attempt {last}"
+        )
 
 
 class JobStore:
@@ -310,26 +331,52 @@ class JobStore:
         """queued → running on ``gpus`` as attempt number ``attempt`` (greater than every
         attempt started before: an attempt never runs twice)."""
         t = _time(now)
-        held = list(gpus) if not isinstance(gpus, str | bytes) else []
-        if (
-            not held
-            or not all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in held)
-            or len(set(held)) != len(held)
-        ):
-            raise StateError(f"cannot start job {job_id}: bad GPU list {gpus!r}")
+        held = _gpu_list(job_id, gpus, "start")
         with self._write() as cur:
             state, last, _f, _m = self._state(cur, job_id)
             self._require(job_id, state, ("queued",), "start")
-            if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt <= last:
-                raise StateError(
-                    f"cannot start job {job_id}: attempt {attempt!r} is not after its last "
-                    f"attempt {last}"
-                )
+            _check_attempt(job_id, attempt, last, "start")
             cur.execute(
                 "UPDATE jobs SET state = 'running', attempt = ?, gpus_held = ? WHERE id = ?",
                 (attempt, json.dumps(held), job_id),
             )
             self._event(cur, t, job_id, "start", gpus=held, attempt=attempt)
+
+    def resize(
+        self,
+        job_id: int,
+        gpus: Sequence[int],
+        attempt: int,
+        now: float,
+        batch_size: int | None = None,
+    ) -> None:
+        """running → running on other ``gpus`` as a new ``attempt`` (an elastic policy's
+        decision, e.g. Pollux: the job is stopped and restarted from its checkpoint), in one
+        transaction, so a crash never leaves it half moved; ``batch_size``: the new total
+        batch, recorded in the event."""
+        t = _time(now)
+        held = _gpu_list(job_id, gpus, "resize")
+        with self._write() as cur:
+            state, last, _f, _m = self._state(cur, job_id)
+            self._require(job_id, state, ("running",), "resize")
+            _check_attempt(job_id, attempt, last, "resize")
+            before = json.loads(
+                cur.execute("SELECT gpus_held FROM jobs WHERE id = ?", (job_id,)).fetchone()[0]
+            )
+            cur.execute(
+                "UPDATE jobs SET attempt = ?, gpus_held = ? WHERE id = ?",
+                (attempt, json.dumps(held), job_id),
+            )
+            self._event(
+                cur,
+                t,
+                job_id,
+                "resize",
+                gpus=held,
+                before=before,
+                attempt=attempt,
+                batch_size=batch_size,
+            )
 
     def preempt(self, job_id: int, now: float, reason: str = "preempted") -> None:
         """running → queued (its GPUs freed); it keeps its attempt count and failures."""
