@@ -450,15 +450,25 @@ def run_dir_rule(run_id: str) -> Callable[[Path], str | None]:
     """The replace rule of a ``run`` directory: an empty directory, or one holding the run with
     this ``run_id`` (from summary.json, or the hash of its config.json), may be replaced."""
 
+    def other(existing: Path, found: str) -> str | None:
+        if found != run_id:
+            return f"holds another run (run id {found}; this run is {run_id})"
+        return None
+
+    return _run_rule(other)
+
+
+def _run_rule(other: Callable[[Path, str], str | None]) -> Callable[[Path], str | None]:
+    """A replace rule: an empty directory may be replaced, one holding no ddlsched run may
+    not, and for one holding a run (its run id ``found``) ``other(existing, found)`` says."""
+
     def rule(existing: Path) -> str | None:
         if is_empty_dir(existing):
             return None
         found = recorded_run_id(existing)
         if found is None:
             return "is not empty and holds no ddlsched run"
-        if found != run_id:
-            return f"holds another run (run id {found}; this run is {run_id})"
-        return None
+        return other(existing, found)
 
     return rule
 
@@ -475,12 +485,7 @@ def same_config_rule(
 
     mine = canonical(record)
 
-    def rule(existing: Path) -> str | None:
-        if is_empty_dir(existing):
-            return None
-        found = recorded_run_id(existing)
-        if found is None:
-            return "is not empty and holds no ddlsched run"
+    def other(existing: Path, found: str) -> str | None:
         try:
             doc = json.loads((existing / "config.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -489,7 +494,7 @@ def same_config_rule(
             return f"holds another run (run id {found})"
         return None
 
-    return rule
+    return _run_rule(other)
 
 
 def recorded_run_id(directory: Path) -> str | None:

@@ -22,17 +22,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..settings import Settings
 
 
-class LiveBackend(Backend):
-    """Real processes through a ``Launcher``; one job per GPU (no sharing yet)."""
-
-    name = "live"
-    job_kind = TRACE_JOBS
-    sections = {LIVE: ("policy",)}
+class LiveParts:
+    """What both live backends share: the processes' executor ``ddlsched live`` builds
+    (launcher, jobs, run dir), the engine's poll interval, the launcher's name in
+    ``resolved``; never picked from a workload. Put before the ``Backend`` base."""
 
     def __init__(
         self, procs: LiveExecutor, *, poll_interval: float = 0.2, launcher_name: str = ""
     ) -> None:
-        #: the processes' executor (``ddlsched live`` builds it: launcher, jobs, run dir)
         self.procs = procs
         self.poll_interval = poll_interval
         self.launcher_name = launcher_name
@@ -43,10 +40,18 @@ class LiveBackend(Backend):
         return False  # chosen explicitly
 
     def resolved(self, scope: RunScope, settings: Settings) -> dict[str, object]:
-        out = super().resolved(scope, settings)
+        out = super().resolved(scope, settings)  # type: ignore[misc]
         if self.launcher_name:
             out["launcher"] = self.launcher_name
         return out
+
+
+class LiveBackend(LiveParts, Backend):
+    """Real processes through a ``Launcher``; one job per GPU."""
+
+    name = "live"
+    job_kind = TRACE_JOBS
+    sections = {LIVE: ("policy",)}
 
     def build(
         self,

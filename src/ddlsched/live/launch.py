@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, Self
 
 from ..core.cluster import Cluster
 
@@ -350,7 +350,30 @@ def stop_gang(
 
 
 # ------------------------------------------------------------------------ local launcher
-class LocalLauncher:
+class LauncherBase:
+    """What both launchers share: ``with`` shuts down; the cluster they run on
+    (``_cluster``) and the jobs they run (``_jobs``, by id)."""
+
+    _cluster: Cluster
+    _jobs: Mapping[int, object]
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def shutdown(self) -> None:
+        raise NotImplementedError
+
+    def cluster(self) -> Cluster:
+        return self._cluster
+
+    def running_jobs(self) -> list[int]:
+        return sorted(self._jobs)
+
+
+class LocalLauncher(LauncherBase):
     """Workers as plain subprocesses of this process, on a cluster of logical GPUs (no Ray):
     the fast path, and the reference the Ray launcher is tested against."""
 
@@ -360,18 +383,6 @@ class LocalLauncher:
         self._capacity = Capacity(cluster)
         self._jobs: dict[int, list[WorkerProcess]] = {}
         self._final: dict[int, JobPoll] = {}
-
-    def __enter__(self) -> LocalLauncher:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
-
-    def cluster(self) -> Cluster:
-        return self._cluster
-
-    def running_jobs(self) -> list[int]:
-        return sorted(self._jobs)
 
     def launch(self, job_id: int, workers: list[WorkerSpec]) -> None:
         check_gang(self._cluster, job_id, workers)

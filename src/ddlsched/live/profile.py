@@ -17,6 +17,7 @@ from ..backends.profile import ProfileBackend
 from ..core.profileexec import ProfileExecutor
 from ..core.protocols import ObservesMeasured
 from ..errors import InputError
+from .backend import LiveParts
 from .executor import LiveExecutor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -104,20 +105,10 @@ class LiveProfileExecutor(ProfileExecutor):
         return r.cfg.M if r.cfg is not None else job.spec.batch_size or None
 
 
-class LiveProfileBackend(ProfileBackend):
+class LiveProfileBackend(LiveParts, ProfileBackend):
     """Live jobs that name an application profile (``app`` in the job file)."""
 
     name = "live-profile"
-
-    def __init__(
-        self, procs: LiveExecutor, *, poll_interval: float = 0.2, launcher_name: str = ""
-    ) -> None:
-        self.procs = procs
-        self.poll_interval = poll_interval
-        self.launcher_name = launcher_name
-
-    def accepts(self, jobs: object, entry: object, settings: object) -> bool:
-        return False  # chosen explicitly by ``ddlsched live``
 
     def check(self, jobs: object, settings: Settings) -> None:  # type: ignore[override]
         if settings.semantics != "events":
@@ -127,10 +118,7 @@ class LiveProfileBackend(ProfileBackend):
 
     def resolved(self, scope: RunScope, settings: Settings) -> dict[str, object]:
         out = super().resolved(scope, settings)
-        out["backend"] = self.name
         out["jobs"] = "live application-profile jobs"
-        if self.launcher_name:
-            out["launcher"] = self.launcher_name
         return out
 
     def executor(self, apps: dict, **options: object) -> LiveProfileExecutor:  # type: ignore[override]

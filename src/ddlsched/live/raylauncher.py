@@ -25,6 +25,7 @@ from .launch import (
     LOST,
     Capacity,
     JobPoll,
+    LauncherBase,
     LaunchError,
     WorkerProcess,
     WorkerSpec,
@@ -101,7 +102,7 @@ class _Job:
     progress: dict | None = None
 
 
-class RayLauncher:
+class RayLauncher(LauncherBase):
     """The ``Launcher`` on Ray (see the module docstring). Make one with ``local`` or
     ``connect``; ``shutdown`` (or ``with``) stops every job and, when it started Ray, Ray."""
 
@@ -217,19 +218,7 @@ class RayLauncher:
             call_timeout=call_timeout,
         )
 
-    def __enter__(self) -> RayLauncher:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
-
     # ------------------------------------------------------------------ the protocol
-    def cluster(self) -> Cluster:
-        return self._cluster
-
-    def running_jobs(self) -> list[int]:
-        return sorted(self._jobs)
-
     def launch(self, job_id: int, workers: list[WorkerSpec]) -> None:
         """Start the gang, or raise ``LaunchError`` with nothing of it left (does not fit in what
         this launcher has handed out, placement group not ready in ``ready_timeout``, a command
