@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_philly.py
 	$(BIN)/python benchmarks/bench_report.py
 	$(BIN)/python benchmarks/bench_traces.py
+	$(BIN)/python benchmarks/bench_service.py
 
 clean:
 	rm -rf $(VENV) results build *.egg-info src/*.egg-info

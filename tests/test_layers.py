@@ -7,7 +7,9 @@ Bottom to top::
     2  core
     3  policies, planning, workloads, live.jobfile, live.store
     4  api, backends, policy, settings, settings_scope, live.launch, live.raylauncher,
-       live.executor, live.backend, live.run, and the package façade ``ddlsched/__init__``
+       live.executor, live.backend, live.run, the service's modules (live.engine,
+       live.service, live.httpapi, live.history, live.export, live.remote, live.page), and the
+       package façade ``ddlsched/__init__``
     5  experiments, config, sweep, report, check
     6  cli
 
@@ -65,6 +67,13 @@ LAYERS: dict[str, int] = {
     "live.backend": 4,
     "live.run": 4,
     "live.profile": 4,
+    "live.history": 4,
+    "live.engine": 4,
+    "live.export": 4,
+    "live.httpapi": 4,
+    "live.remote": 4,
+    "live.service": 4,
+    "live.page": 4,
     "experiments": 5,
     "config": 5,
     "sweep": 5,

@@ -41,7 +41,9 @@ def factory():
 
 MODEL_JOBS = "job_id,arrival,num_gpus,iterations,model\n0,0,2,50,resnet50\n1,1,4,30,vgg16\n2,2,8,20,lstm-ptb\n"
 TRACE_JOBS = "arrival,num_gpus,duration\n0,4,30\n5,8,10\n6,2,20\n"
-PROFILE_JOBS = "name,time,application,num_replicas,batch_size\na,0,cifar10,2,128\nb,10,cifar10,1,256\n"
+PROFILE_JOBS = (
+    "name,time,application,num_replicas,batch_size\na,0,cifar10,2,128\nb,10,cifar10,1,256\n"
+)
 
 
 @pytest.fixture

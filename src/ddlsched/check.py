@@ -112,6 +112,8 @@ class _Context:
     max_jobs_per_gpu: int | None = None
     #: an interrupted live run records only the jobs that finished
     partial: bool = False
+    #: jobs a live service's export may lack: cancelled, or failed before they ran
+    absent_ok: frozenset[int] = frozenset()
 
 
 # ---------------------------------------------------------------------- helpers
@@ -396,7 +398,9 @@ def _digests(raw: Mapping[str, bytes | None], summary: Mapping, res: RunCheck) -
         )
 
 
-def _context(config: object, summary: Mapping | None, res: RunCheck) -> _Context:
+def _context(
+    config: object, summary: Mapping | None, res: RunCheck, directory: Path | None = None
+) -> _Context:
     """The cluster, workload and limits of the run, as far as they can be recovered."""
     ctx = _Context()
     cfg = config if isinstance(config, dict) else {}
@@ -431,15 +435,22 @@ def _context(config: object, summary: Mapping | None, res: RunCheck) -> _Context
             )
         )
     ctx.partial = summary.get("interrupted") is True
+    excused = [summary.get(k) for k in ("cancelled_job_ids", "failed_job_ids")]
+    ctx.absent_ok = frozenset(
+        i for ids in excused if isinstance(ids, list) for i in ids if isinstance(i, int)
+    )
     if cfg.get("mode") == "live":
-        _load_live_context(cfg, ctx, res)
+        _load_live_context(cfg, ctx, res, directory)
     elif cfg:  # (absent or broken: noted or reported already)
         _load_context(cfg, ctx, res)
     return ctx
 
 
-def _load_live_context(cfg: dict, ctx: _Context, res: RunCheck) -> None:
-    """A live run's cluster and jobs (its job file; arrivals ÷ the time scale)."""
+def _load_live_context(
+    cfg: dict, ctx: _Context, res: RunCheck, directory: Path | None = None
+) -> None:
+    """A live run's cluster and jobs (its job file, relative to the run directory when it is
+    a relative path, as ``ddlsched export`` writes it; arrivals ÷ the time scale)."""
     from .core.cluster_io import load_cluster
     from .live.jobfile import read_live_jobs
     from .live.run import to_specs
@@ -453,7 +464,10 @@ def _load_live_context(cfg: dict, ctx: _Context, res: RunCheck) -> None:
         res.notes.append("a Ray cluster's GPUs (no cluster file): GPU ids not checked")
     try:
         scale = float(cfg.get("time_scale", 1.0))  # type: ignore[arg-type]
-        specs = to_specs(read_live_jobs(str(cfg["jobs"])), scale)
+        jobs = Path(str(cfg["jobs"]))
+        if not jobs.is_absolute() and directory is not None:
+            jobs = directory / jobs
+        specs = to_specs(read_live_jobs(jobs), scale)
         ctx.specs = {s.job_id: s for s in specs}
     except Exception as e:  # noqa: BLE001
         res.notes.append(f"job file not loadable ({e}): arrivals and GPU counts not checked")
@@ -497,7 +511,7 @@ def _check_workload(jobs: Mapping[int, _Job], ctx: _Context, out: list[Violation
     """jobs.csv holds exactly the workload's jobs, with their arrivals and GPU counts."""
     if ctx.specs is None:
         return
-    for jid in sorted(set(ctx.specs) - set(jobs)) if not ctx.partial else ():
+    for jid in sorted(set(ctx.specs) - set(jobs) - ctx.absent_ok) if not ctx.partial else ():
         out.append(Violation("workload", f"job {jid} of the workload is missing", "jobs.csv"))
     for jid, j in sorted(jobs.items()):
         spec = ctx.specs.get(jid)
@@ -865,7 +879,7 @@ def check_run(path: str | Path) -> RunCheck:
         summary = _object(_json(raw["summary.json"], "summary.json", v), "summary.json", v)
     if summary is not None:
         _digests(raw, summary, res)
-    ctx = _context(config, summary, res)
+    ctx = _context(config, summary, res, Path(path))
 
     job_rows = seg_rows = None
     if raw["jobs.csv"] is not None:

@@ -95,11 +95,7 @@ def cmd_live(args: argparse.Namespace) -> int:
         out=args.out,
         overwrite=args.overwrite,
     )
-    # jobs find ddlsched's own Python first (``python3`` in a job file = this environment's,
-    # where numpy and ddlsched.live are installed); a later PATH entry still works
-    here = os.path.dirname(sys.executable)
-    if os.environ.get("PATH", "").split(os.pathsep)[:1] != [here]:
-        os.environ["PATH"] = here + os.pathsep + os.environ.get("PATH", "")
+    _jobs_first_on_path()
     bar = ProgressBar(f"live {cfg.policy}", enabled=False if args.quiet else None)
     res, _ = run_live(cfg, progress=bar)
     s = res.summary
@@ -111,6 +107,138 @@ def cmd_live(args: argparse.Namespace) -> int:
     print(
         f"wrote {os.path.join(cfg.out, 'config.json')}, summary.json, jobs.csv, segments.csv, events.jsonl"
     )
+    return 0
+
+
+def _jobs_first_on_path() -> None:
+    """Jobs find ddlsched's own Python first (``python3`` in a job file = this environment's,
+    where numpy and ddlsched.live are installed); a later PATH entry still works."""
+    here = os.path.dirname(sys.executable)
+    if os.environ.get("PATH", "").split(os.pathsep)[:1] != [here]:
+        os.environ["PATH"] = here + os.pathsep + os.environ.get("PATH", "")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .live.service import ServeConfig, Service
+    from .settings import Settings
+
+    cfg = ServeConfig(
+        state=args.state,
+        policy=args.policy,
+        cluster=args.cluster,
+        ray_address=args.ray_address,
+        launcher="local" if args.local else "ray",
+        listen=args.listen,
+        token_file=args.token_file,
+        settings=Settings.from_mapping(_parse_sets(args.set or [])),
+        grace=args.grace,
+        hang_timeout=args.hang_timeout,
+        seed=args.seed or 0,
+    )
+    _jobs_first_on_path()
+    return Service(cfg).run()
+
+
+def _client(args: argparse.Namespace):  # noqa: ANN202 - a ServiceClient
+    from .live.remote import ServiceClient
+    from .live.service import read_token
+
+    token = read_token(args.token_file) if args.token_file else None
+    return ServiceClient(args.server, token)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    import shlex
+
+    from .live.jobfile import LiveJob, read_live_jobs
+
+    if (args.jobfile is None) == (args.command is None):
+        raise InputError("give a live job file or --command (not both)", field="JOBFILE")
+    if args.jobfile is not None:
+        if args.gpus is not None or args.duration is not None:
+            raise InputError("--gpus and --duration go with --command", field="--gpus")
+        jobs = read_live_jobs(args.jobfile)
+    else:
+        try:
+            argv = tuple(shlex.split(args.command))
+        except ValueError as e:
+            raise InputError(f"cannot split like a shell: {e}", field="--command") from None
+        if not argv:
+            raise InputError("the command is empty", field="--command")
+        gpus = 1 if args.gpus is None else args.gpus
+        if gpus < 1:
+            raise InputError("must be ≥ 1", field="--gpus")
+        if args.duration is not None and not args.duration > 0:
+            raise InputError("must be > 0 seconds", field="--duration")
+        restarts = 3 if args.max_restarts is None else args.max_restarts
+        if restarts < 0:
+            raise InputError("must be ≥ 0", field="--max-restarts")
+        jobs = [LiveJob(job_id=0, arrival=0.0, gpus=gpus, command=argv,
+                        max_restarts=restarts, duration=args.duration)]  # fmt: skip
+    for job_id in _client(args).submit(jobs):
+        print(job_id)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    import json
+
+    client = _client(args)
+    if args.job is not None:
+        doc = client.job(args.job)
+        if args.json:
+            print(json.dumps(doc, indent=2, sort_keys=True))
+            return 0
+        held = ",".join(str(g) for g in doc["gpus_held"]) or "-"
+        print(f"job {doc['id']}: {doc['state']}  gpus {doc['gpus']} (holding {held})  "
+              f"attempt {doc['attempt']}  failures {doc['failures']}"
+              + (f"  reason: {doc['reason']}" if doc["reason"] else ""))  # fmt: skip
+        print(f"  command: {' '.join(doc['command'])}")
+        for e in doc["events"]:
+            extra = {k: v for k, v in e.items() if k not in ("t", "event")}
+            print(f"  {e['t']:.3f}  {e['event']}  {json.dumps(extra, sort_keys=True)}")
+        return 0
+    jobs = client.jobs()
+    if args.json:
+        print(json.dumps({"jobs": jobs}, indent=2, sort_keys=True))
+        return 0
+    by_state: dict[str, list[dict]] = {}
+    for j in jobs:
+        by_state.setdefault(j["state"], []).append(j)
+    print(f"{len(by_state.get('queued', []))} queued, {len(by_state.get('running', []))} running, "
+          f"{len(by_state.get('finished', []))} finished, {len(by_state.get('failed', []))} "
+          f"failed, {len(by_state.get('cancelled', []))} cancelled")  # fmt: skip
+    for state in ("running", "queued", "finished", "failed", "cancelled"):
+        for j in by_state.get(state, []):
+            where = ("GPUs " + ",".join(str(g) for g in j["gpus_held"])) if j["gpus_held"] else ""
+            took = ""
+            if j["finished_at"] is not None:
+                took = f"JCT {j['finished_at'] - j['submitted_at'] - j['arrival']:.1f} s"
+            print(f"{j['id']:>6}  {state:<9} {j['gpus']:>3} GPU  {where or took:<16} "
+                  f"{' '.join(j['command'])[:60]}")  # fmt: skip
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    doc = _client(args).cancel(args.job)
+    print(f"job {doc['id']}: {doc['state']}")
+    return 0
+
+
+def cmd_drain(args: argparse.Namespace) -> int:
+    doc = _client(args).drain()
+    print(f"draining: no new jobs; {doc['running']} running job(s) finish, then the service exits")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .live.export import export_state
+
+    s = export_state(args.state, args.out, overwrite=args.overwrite)
+    print(f"{s['num_jobs']} jobs ended on GPUs ({s['failed_jobs']} failed), "
+          f"{len(s['cancelled_job_ids'])} cancelled, {len(s['unfinished_job_ids'])} not ended")  # fmt: skip
+    print(f"wrote {os.path.join(args.out, 'config.json')}, summary.json, jobs.csv, "
+          "segments.csv, submitted.csv")  # fmt: skip
     return 0
 
 
@@ -482,6 +610,65 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace an --out that holds another run (default: refuse, exit 2)",
     )
     lv.set_defaults(func=cmd_live)
+
+    from .live.remote import DEFAULT_SERVER
+    from .live.service import DEFAULT_LISTEN
+
+    sv = sub.add_parser(
+        "serve",
+        help="the live scheduler as a service: submit/status/cancel over HTTP (docs/live.md)",
+    )
+    sv.add_argument("--cluster", help="cluster preset or file (logical GPUs)")
+    sv.add_argument("--policy", required=True, help="fifo, sjf, tiresias, or FILE.py:FACTORY")
+    sv.add_argument("--state", required=True, metavar="DIR",
+                    help="state directory: jobs, events and job files survive restarts here")  # fmt: skip
+    sv.add_argument("--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT",
+                    help=f"address to listen on (default {DEFAULT_LISTEN}; port 0: any free "
+                    "port, written to DIR/endpoint.json); not loopback needs --token-file")  # fmt: skip
+    sv.add_argument("--token-file", metavar="FILE", help="requests must carry this token")
+    sv.add_argument("--set", action="append", metavar="KEY=VALUE", help="policy setting")
+    sv.add_argument("--grace", type=float_arg, default=10.0, metavar="S",
+                    help="seconds a stopped job has to checkpoint before SIGKILL (default 10)")  # fmt: skip
+    sv.add_argument("--hang-timeout", type=float_arg, default=600.0, metavar="S",
+                    help="a job that reported progress and then none for S seconds is hung: "
+                    "restarted from its checkpoint (default 600; 0: never)")  # fmt: skip
+    sv.add_argument("--ray-address", metavar="ADDR", help="use this Ray cluster's GPUs")
+    sv.add_argument("--local", action="store_true", help="plain subprocesses instead of Ray")
+    sv.add_argument("--seed", type=int_arg, help="seed of the policy's randomness (default 0)")
+    sv.set_defaults(func=cmd_serve)
+
+    def client_options(cp: argparse.ArgumentParser) -> None:
+        cp.add_argument("--server", metavar="URL",
+                        help=f"the service (default $DDLSCHED_SERVER or {DEFAULT_SERVER})")  # fmt: skip
+        cp.add_argument("--token-file", metavar="FILE", help="the service's token")
+
+    sb = sub.add_parser("submit", help="submit jobs to a running service; prints their ids")
+    sb.add_argument("jobfile", nargs="?", metavar="JOBFILE", help="live job file (TOML or CSV)")
+    sb.add_argument("--command", metavar="CMD", help="one job's command line (instead of a file)")
+    sb.add_argument("--gpus", type=int_arg, help="GPUs of the --command job (default 1)")
+    sb.add_argument("--duration", type=float_arg, metavar="S", help="its run-time estimate")
+    sb.add_argument("--max-restarts", type=int_arg, metavar="N", help="its restarts (default 3)")
+    client_options(sb)
+    sb.set_defaults(func=cmd_submit)
+    su = sub.add_parser("status", help="a service's queue, running and ended jobs (or one job)")
+    su.add_argument("job", nargs="?", type=int_arg, metavar="JOB", help="one job's id")
+    su.add_argument("--json", action="store_true", help="print the service's JSON")
+    client_options(su)
+    su.set_defaults(func=cmd_status)
+    cc = sub.add_parser("cancel", help="cancel a queued or running job")
+    cc.add_argument("job", type=int_arg, metavar="JOB", help="the job's id")
+    client_options(cc)
+    cc.set_defaults(func=cmd_cancel)
+    dr = sub.add_parser(
+        "drain", help="the service takes no new jobs, lets running ones finish, exits"
+    )
+    client_options(dr)
+    dr.set_defaults(func=cmd_drain)
+    ex = sub.add_parser("export", help="a service's state as a run directory (any time)")
+    ex.add_argument("--state", required=True, metavar="DIR", help="the service's state directory")
+    ex.add_argument("--out", required=True, help="output run directory")
+    ex.add_argument("--overwrite", action="store_true", help="replace an existing --out")
+    ex.set_defaults(func=cmd_export)
 
     sw = sub.add_parser(
         "sweep", help="run policies × parameters × seeds from a sweep file, cached and resumable"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from .launch import JobPoll, Launcher, WorkerSpec
+from .launch import LOST, JobPoll, Launcher, WorkerSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.simulator import Simulator
@@ -148,21 +148,42 @@ class LiveExecutor:
             r = self.runs[job.job_id]
             p = self.launcher.poll(job.job_id)
             self._progress(job, r, p)
-            if not p.all_exited:
-                continue
-            self._ended(job, r, p)
-            if all(c == 0 for c in p.exit_codes):
-                self._event("finish", job, step=self._step(r))
-                self._done(job)
-                continue
-            r.failures += 1
-            if r.failures > r.job.max_restarts:
-                r.failed = True
-                self._event("failed", job, exit_codes=list(p.exit_codes), failures=r.failures)
-                self._done(job)  # ends the job; recorded in summary `failed_jobs`
-            else:  # restart in place, from its checkpoint (the policy's decision stands)
-                self._event("crashed", job, exit_codes=list(p.exit_codes), failures=r.failures)
-                self._launch(job, r)
+            if p.all_exited:
+                self._ended(job, r, p)
+                self.exited(job, r, p)
+
+    def exited(self, job: JobState, r: LiveRun, p: JobPoll) -> None:
+        """Every process of ``job``'s attempt has exited: it finished (all 0), its host went
+        away (``LOST``: requeued, not a failure), or it crashed (restarted in place up to
+        ``max_restarts``, then failed)."""
+        codes = list(p.exit_codes)
+        if all(c == 0 for c in codes):
+            self.record_finish(job, r)
+            self._event("finish", job, step=self._step(r))
+            self._done(job)
+        elif LOST in codes:
+            self._event("lost", job, exit_codes=codes)
+            self.requeue(job, "worker lost")
+        elif self.record_crash(job, r, f"exit codes {codes}"):
+            self._event("crashed", job, exit_codes=codes, failures=r.failures)
+            self._launch(job, r)  # restart in place, from its checkpoint
+        else:
+            r.failed = True
+            self._event("failed", job, exit_codes=codes, failures=r.failures)
+            self._done(job)  # ends the job; recorded in summary `failed_jobs`
+
+    def record_finish(self, job: JobState, r: LiveRun) -> None:
+        """Hook: ``job`` finished (the service commits it before the engine frees its GPUs)."""
+
+    def record_crash(self, job: JobState, r: LiveRun, reason: str) -> bool:
+        """Count a crash of ``job``; whether it may restart (failures ≤ ``max_restarts``)."""
+        r.failures += 1
+        return r.failures <= r.job.max_restarts
+
+    def requeue(self, job: JobState, reason: str) -> None:
+        """Put ``job`` back in the queue, its processes gone (a lost worker): the policy
+        starts it again, from its checkpoint."""
+        self.sim.preempt(job)
 
     def _done(self, job: JobState) -> None:
         if self.on_done is not None:

@@ -29,7 +29,14 @@ from ..parsing import (
 )
 from ..paths import read_text
 
-__all__ = ["FIELDS", "REQUIRED_FIELDS", "LiveJob", "check_commands", "read_live_jobs"]
+__all__ = [
+    "FIELDS",
+    "REQUIRED_FIELDS",
+    "LiveJob",
+    "check_commands",
+    "jobs_from_records",
+    "read_live_jobs",
+]
 
 
 @dataclass(frozen=True)
@@ -309,7 +316,13 @@ def _read_toml(text: str, source: str) -> list[LiveJob]:
         )
     if not entries:
         raise InputError("no jobs: expected one [[jobs]] table per job", source=source)
-    lines = _toml_lines(text)
+    return _typed_jobs(entries, source, _toml_lines(text))
+
+
+def _typed_jobs(
+    entries: list[dict[str, Any]], source: str, lines: list[tuple[int, dict[str, int]]]
+) -> list[LiveJob]:
+    """Jobs from typed records (TOML tables, JSON objects): a quoted number is an error."""
     jobs: list[LiveJob] = []
     wheres: list[_Where] = []
     for index, entry in enumerate(entries):
@@ -333,6 +346,20 @@ def _read_toml(text: str, source: str) -> list[LiveJob]:
 
 
 # ---------------------------------------------------------------------------------- public
+def jobs_from_records(records: Any, source: str) -> list[LiveJob]:
+    """Validate jobs given as JSON-like records (the service's ``POST /jobs``): a list of
+    objects with the fields of a job file's ``[[jobs]]`` tables, checked as a TOML file's are;
+    errors name ``source`` and the field (``jobs[2].gpus``). Ids default to the position."""
+    if isinstance(records, dict):
+        records = [records]
+    if not isinstance(records, list) or not all(isinstance(e, dict) for e in records):
+        raise InputError("expected a job object or a list of job objects", source=source)
+    if not records:
+        raise InputError("no jobs: expected at least one job object", source=source)
+    # a submitted job arrives when it is submitted unless it says how many seconds later
+    return _typed_jobs([{"arrival": 0, **r} for r in records], source, [])
+
+
 def read_live_jobs(path: str | os.PathLike[str]) -> list[LiveJob]:
     """Read and validate a live job file (``.toml`` or ``.csv``); the jobs sorted by
     (arrival, job_id). Raises :class:`InputError` naming the file, line and field."""

@@ -241,6 +241,72 @@ def read_last_json(path: str | Path, tail: int = 65536) -> dict | None:
 
 
 # --------------------------------------------------------------------------- processes
+def process_start_time(pid: int) -> int:
+    """When process ``pid`` of this machine started, in clock ticks since boot (Linux
+    ``/proc/PID/stat`` field 22); 0 where unknown. With the pid it names one process for good:
+    a pid reused by a later process has another start time."""
+    try:
+        with open(f"/proc/{int(pid)}/stat", "rb") as f:
+            stat = f.read().decode("ascii", "replace")
+        return int(stat[stat.rindex(")") + 2 :].split()[19])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def end_process_group(pid: int, start_time: int, grace: float) -> bool:
+    """End the process group led by ``pid`` if that process is still the one that started at
+    ``start_time`` (a worker a crashed service left behind): SIGTERM, SIGKILL after ``grace``.
+    Whether such a process was found."""
+    if start_time <= 0 or process_start_time(pid) != start_time:
+        return False
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, KILL_WAIT)):
+        try:
+            os.killpg(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return True
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if process_start_time(pid) != start_time or _zombie(pid):
+                return True
+            time.sleep(0.05)
+    return True
+
+
+def descendants(pid: int) -> list[tuple[int, int]]:
+    """Every living descendant of process ``pid`` of this machine (children, their children …)
+    as ``(pid, start time)``, from ``/proc``; [] where there is no ``/proc``."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = [e for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read().decode("ascii", "replace")
+            parent = int(stat[stat.rindex(")") + 2 :].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    out, todo = [], list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        start = process_start_time(child)
+        if start:
+            out.append((child, start))
+        todo.extend(children.get(child, []))
+    return sorted(out)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{int(pid)}/stat", "rb") as f:
+            stat = f.read().decode("ascii", "replace")
+        return stat[stat.rindex(")") + 2] == "Z"
+    except (OSError, ValueError, IndexError):
+        return True
+
+
 class WorkerProcess:
     """One worker's process in its own session (so its process group is its pgid = pid).
 

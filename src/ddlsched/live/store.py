@@ -64,7 +64,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     failures INTEGER NOT NULL DEFAULT 0,
     gpus_held TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(gpus_held)),
     reason TEXT,
-    finished_at REAL
+    finished_at REAL,
+    procs TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(procs))
 );
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -378,6 +379,29 @@ class JobStore:
                 batch_size=batch_size,
             )
 
+    def launched(self, job_id: int, attempt: int, procs: Sequence[Sequence[int]]) -> None:
+        """Record the processes of ``job_id``'s running ``attempt`` as ``(pid, start time)``
+        pairs (after the launch, so that a restarted service can end what a crashed one left
+        running, by id); no event. Ignored if the job has since moved on."""
+        rows = [[int(p), int(s)] for p, s in procs]
+        with self._write() as cur:
+            cur.execute(
+                "UPDATE jobs SET procs = ? WHERE id = ? AND state = 'running' AND attempt = ?",
+                (json.dumps(rows), job_id, attempt),
+            )
+
+    def leftover_procs(self) -> dict[int, list[tuple[int, int]]]:
+        """Every job's recorded processes (``(pid, start time)``), for a restarted service to
+        end those still alive; :meth:`forget_procs` once done."""
+        with self._lock:
+            rows = self._db.execute("SELECT id, procs FROM jobs WHERE procs != '[]'").fetchall()
+        return {i: [(int(p), int(s)) for p, s in json.loads(procs)] for i, procs in rows}
+
+    def forget_procs(self, job_ids: Iterable[int]) -> None:
+        """Clear the recorded processes of ``job_ids`` (they are known to be gone)."""
+        with self._write() as cur:
+            cur.executemany("UPDATE jobs SET procs = '[]' WHERE id = ?", [(i,) for i in job_ids])
+
     def preempt(self, job_id: int, now: float, reason: str = "preempted") -> None:
         """running → queued (its GPUs freed); it keeps its attempt count and failures."""
         t = _time(now)
@@ -534,6 +558,30 @@ class JobStore:
             args += (limit,)
         with self._lock:
             rows = self._db.execute(sql, args).fetchall()
+        return [Event(s, t, j, e, json.loads(d)) for s, t, j, e, d in rows]
+
+    def counts(self) -> dict[str, int]:
+        """Jobs per state (every state, 0 when none), events per kind (``event:KIND``) and
+        ``restarts``: attempts started again after a crash, a hang or a service restart."""
+        with self._lock:
+            states = dict(self._db.execute("SELECT state, count(*) FROM jobs GROUP BY state"))
+            events = dict(self._db.execute("SELECT event, count(*) FROM events GROUP BY event"))
+            restarts = self._db.execute(
+                "SELECT count(*) FROM events WHERE (event = 'crash' AND"
+                " json_extract(detail, '$.restart')) OR event = 'requeue'"
+            ).fetchone()[0]
+        out = {s: int(states.get(s, 0)) for s in STATES}
+        out["restarts"] = int(restarts)
+        out.update({f"event:{k}": int(v) for k, v in events.items()})
+        return out
+
+    def job_events(self, job_id: int) -> list[Event]:
+        """The events of one job, oldest first."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT seq, t, job, event, detail FROM events WHERE job = ? ORDER BY seq",
+                (job_id,),
+            ).fetchall()
         return [Event(s, t, j, e, json.loads(d)) for s, t, j, e, d in rows]
 
     def integrity(self) -> str:

@@ -1,0 +1,281 @@
+"""The live service's engine: the real-time engine that never runs out of jobs (they are
+submitted while it runs, cancelled, drained) and the live executor that commits every decision
+to the service's :class:`~ddlsched.live.store.JobStore` before it acts on it (docs/live.md,
+"Operating the service").
+
+Commit-before-act, per decision: start → ``store.start`` then launch (then the processes' ids
+are recorded); preempt → ``store.preempt`` then stop; finish / crash / hang → recorded, then
+GPUs freed or the job restarted; cancel → ``store.cancel`` (by the HTTP thread) then stop. A
+crash of the service between the two halves leaves a record that says more than what happened,
+never less: the restarted service ends whatever processes the store lists and requeues.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ..backends.base import Progress
+from ..core.job import JobSpec
+from ..core.protocols import SchedulingPolicy
+from ..core.realtime import RealtimeSimulator
+from ..core.state import DONE, JobState
+from .backend import LiveBackend
+from .executor import LiveExecutor, LiveRun
+from .launch import LaunchError, end_process_group, process_start_time
+from .store import JobStore, StoredJob
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..core.cluster import Cluster
+    from ..policies.plugins import PolicyOrigin
+    from ..settings import Settings
+
+__all__ = ["ServiceBackend", "ServiceExecutor", "ServiceSimulator"]
+
+
+class ServiceExecutor(LiveExecutor):
+    """``LiveExecutor`` whose jobs come from a store and whose every decision is committed
+    there first; detects hung jobs (no new progress report for ``hang_timeout`` seconds,
+    once a job has reported)."""
+
+    def __init__(
+        self,
+        launcher: Any,
+        store: JobStore,
+        state_dir: Any,
+        *,
+        grace: float = 10.0,
+        hang_timeout: float | None = 600.0,
+        clock: Callable[[], float] = time.time,
+        log: Any = None,
+    ) -> None:
+        super().__init__(launcher, {}, state_dir, grace=grace, cwd=os.getcwd(), log=log)
+        self.store = store
+        self.clock = clock
+        self.hang_timeout = hang_timeout
+        #: jobs whose cancellation is committed: stopping them records nothing more
+        self.cancelled: set[int] = set()
+        #: why the next stop happens (recorded with the preemption)
+        self._why = "preempted"
+        self._launch_errors: dict[int, str] = {}
+        self._changed: dict[int, float] = {}  # last progress change (wall clock), per job
+        self._procs: dict[int, list[tuple[int, int]]] = {}  # (pid, start time) per job
+
+    def attach(self, sim: Any) -> None:
+        self.sim = sim
+        self.runs = {}
+        self.gpu_busy_done = [0.0] * sim.cluster.num_gpus
+
+    def add(self, stored: StoredJob, attained: float = 0.0) -> None:
+        """Know ``stored`` (its attempts, failures and the seconds it ran before)."""
+        job = replace(stored.job, job_id=stored.id)
+        self.live[stored.id] = job
+        self.runs[stored.id] = LiveRun(
+            job, attempt=stored.attempt, failures=stored.failures, attained=attained
+        )
+
+    # ------------------------------------------------------------------ decisions
+    def _launch(self, job: JobState, r: LiveRun) -> None:
+        attempt = r.attempt + 1
+        self.store.start(job.job_id, job.gpus, attempt, self.clock())  # commit, then act
+        try:
+            super()._launch(job, r)
+        except LaunchError as e:
+            r.attempt = attempt
+            self._launch_errors[job.job_id] = str(e)
+            return
+        pids = self.launcher.poll(job.job_id).pids
+        procs = [(p, process_start_time(p)) for p in pids]
+        self._procs[job.job_id] = procs
+        self.store.launched(job.job_id, attempt, procs)
+        self._changed[job.job_id] = self.clock()
+
+    def stop(self, job: JobState) -> None:
+        if job.job_id not in self.cancelled:
+            self.store.preempt(job.job_id, self.clock(), self._why)
+        self._launch_errors.pop(job.job_id, None)
+        super().stop(job)
+
+    def record_finish(self, job: JobState, r: LiveRun) -> None:
+        self.store.finish(job.job_id, self.clock())
+
+    def record_crash(self, job: JobState, r: LiveRun, reason: str) -> bool:
+        again = self.store.crashed(job.job_id, self.clock(), reason)
+        r.failures += 1
+        return again
+
+    def requeue(self, job: JobState, reason: str) -> None:
+        # a worker whose host (a Ray actor) died may live on, orphaned: end it by its id
+        for pid, start in self._procs.pop(job.job_id, []):
+            end_process_group(pid, start, self.grace)
+        self._why = reason
+        try:
+            self.sim.preempt(job)
+        finally:
+            self._why = "preempted"
+
+    # ------------------------------------------------------------------ watching
+    def poll(self) -> None:
+        for job_id, error in list(self._launch_errors.items()):
+            job = self.sim.running.get(job_id)
+            del self._launch_errors[job_id]
+            if job is not None:
+                self.store.fail(job_id, self.clock(), error)
+                self.runs[job_id].failed = True
+                self._event("failed", job, reason=error)
+                self._done(job)
+        super().poll()
+        if self.hang_timeout:
+            self._hung()
+
+    def _progress(self, job: JobState, r: LiveRun, p: Any) -> None:
+        if p.progress is not None and p.progress != r.progress:
+            self._changed[job.job_id] = self.clock()
+        super()._progress(job, r, p)
+
+    def _hung(self) -> None:
+        """A job that reported progress and then none for ``hang_timeout`` s: recorded as a
+        crash (so ``max_restarts`` bounds it), stopped, restarted from its checkpoint."""
+        now = self.clock()
+        for job in list(self.sim.running.values()):
+            r = self.runs[job.job_id]
+            since = self._changed.get(job.job_id)
+            if not r.running or r.progress is None or since is None:
+                continue
+            if now - since < self.hang_timeout:  # type: ignore[operator]
+                continue
+            reason = f"hung: no progress report for {now - since:.0f} s"
+            again = self.record_crash(job, r, reason)  # commit, then act
+            poll = self.launcher.stop(job.job_id, self.grace)
+            self._ended(job, r, poll)
+            self._event("hung", job, failures=r.failures, restart=again)
+            if again:
+                self._launch(job, r)
+            else:
+                r.failed = True
+                self._done(job)
+
+    def step_of(self, job_id: int) -> object:
+        """The latest step rank 0 of a running job reported (None before any)."""
+        r = self.runs.get(job_id)
+        return r.progress.get("step") if r is not None and r.progress else None
+
+
+class ServiceSimulator(RealtimeSimulator):
+    """``RealtimeSimulator`` that runs until told to stop: jobs are added (``add_job``) and
+    cancelled while it runs; ``drain`` stops all scheduling and ends the loop once no job
+    runs; ``between`` is called on every pass of the loop (the service's inbox)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("clock", time.time)
+        super().__init__(*args, **kwargs)
+        #: engine time 0, on the clock (unix time by default): jobs added later arrive at
+        #: their submission time minus this
+        self.origin = self._clock()
+        self._t0 = self.origin
+        self.by_id: dict[int, JobState] = {}
+        self.draining = False
+        self.stop_requested = False
+        self.between: Callable[[], None] | None = None
+
+    def add_job(self, spec: JobSpec) -> JobState:
+        """A new job, arriving at ``spec.arrival`` (engine time) or now if that is past."""
+        job = JobState(spec=spec)
+        self.jobs.append(job)
+        self.by_id[spec.job_id] = job
+        self.at(max(spec.arrival, self.now), self._arrive, job)
+        return job
+
+    def _arrive(self, job: JobState) -> None:
+        if job.status != DONE:  # a job cancelled before it arrived never does
+            super()._arrive(job)
+
+    def cancel(self, job_id: int) -> None:
+        """End ``job_id`` (its cancellation is already committed): out of the queue, or its
+        processes stopped and its GPUs freed."""
+        job = self.by_id.get(job_id)
+        if job is None or job.status == DONE:
+            return
+        executor = self.executor
+        if job in self.queue:
+            self.queue.remove(job)
+        elif self.running.get(job_id) is job:
+            executor.cancelled.add(job_id)  # type: ignore[attr-defined]
+            executor.stop(job)
+            self._release(job)
+        job.status = DONE
+        self.finished += 1
+        self._dirty = True
+
+    def _round(self, interval: float, tick: bool = False) -> None:
+        if self.stop_requested:
+            return
+        if not self.draining and (self.queue or self.running):
+            super()._round(interval, tick)  # the policy's round; it schedules the next
+        else:
+            self.at(self.now + interval, self._round, interval, tick)
+
+    def serve(self) -> None:
+        """Run until ``stop_requested``, or until drained (no job running)."""
+        interval = getattr(self.policy, "interval", None)
+        if interval:
+            self.at(0.0, self._round, float(interval))
+        heap = self._heap
+        executor = self.executor
+        while not self.stop_requested:
+            if self.between is not None:
+                self.between()
+            now = self.elapsed()
+            while heap and heap[0][0] <= now:
+                _, _, handler, args = heapq.heappop(heap)
+                self.now = max(self.now, now)
+                handler(*args)
+            self.now = max(self.now, self.elapsed())
+            executor.poll()  # type: ignore[attr-defined]
+            if self.draining:
+                self._dirty = False
+                if not self.running:
+                    break
+            elif self._dirty:
+                self._policy_pass()
+            executor.settle()
+            wait = self.poll_interval
+            if heap:
+                wait = min(wait, heap[0][0] - self.elapsed())
+            if wait > 0:
+                self._sleep(wait)
+
+
+class ServiceBackend(LiveBackend):
+    """The live backend of ``ddlsched serve``: a ``ServiceSimulator``."""
+
+    name = "live-service"
+
+    def build(
+        self,
+        cluster: Cluster,
+        jobs: Sequence[JobSpec],
+        policy: SchedulingPolicy,
+        settings: Settings,
+        seed: int,
+        progress: Progress,
+        origin: PolicyOrigin | None,
+        builtin: bool,
+    ) -> ServiceSimulator:
+        return ServiceSimulator(
+            cluster,
+            jobs,
+            policy,
+            self.procs,
+            seed=seed,
+            max_jobs_per_gpu=1,
+            restart_delay=0.0,
+            progress=progress,
+            policy_origin=origin,
+            builtin_policy=builtin,
+            poll_interval=self.poll_interval,
+        )

@@ -1,0 +1,258 @@
+"""What a live service's store says happened, in the shapes its readers need: each job's
+segments on GPUs (from the event log), the run directory's job records (``ddlsched export``),
+the status page's overview and the ``/metrics`` text. Times are seconds since the
+service's origin: its first submission."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..core.cluster import Cluster
+from ..core.job import JobSpec
+from ..core.results import SimResult, build_result
+from ..core.state import DONE, JobState, Segment
+from .store import ENDED, Event, StoredJob
+
+__all__ = ["JobHistory", "histories", "metrics_text", "origin_of", "overview", "run_result"]
+
+#: events that end a job's current segment on its GPUs (a crash restarts it in place)
+_CLOSE = {"preempt", "finish", "fail", "cancel", "requeue"}
+#: events that put a running job back in the queue: preemptions, in jobs.csv
+_BREAKS = {"preempt", "requeue"}
+
+
+@dataclass
+class JobHistory:
+    """One job's time on GPUs: ``(start, end or None, gpus)`` per segment, and its
+    preemptions (by the policy, or a requeue after a lost worker or a service restart; a
+    crash restarted in place on the same GPUs continues its segment)."""
+
+    job: StoredJob
+    segments: list[tuple[float, float | None, tuple[int, ...]]] = field(default_factory=list)
+    preemptions: int = 0
+
+    @property
+    def start(self) -> float | None:
+        return self.segments[0][0] if self.segments else None
+
+
+def origin_of(jobs: Sequence[StoredJob]) -> float:
+    """The service's time 0: the first submission (0.0 for an empty store)."""
+    return min((j.submitted_at for j in jobs), default=0.0)
+
+
+def histories(
+    jobs: Sequence[StoredJob], events: Sequence[Event], origin: float
+) -> dict[int, JobHistory]:
+    """Each job's segments from the event log: a ``start``/``resize`` opens one (a resize
+    closes the one before), a preempt, requeue or end closes it."""
+    out = {j.id: JobHistory(j) for j in jobs}
+    for e in events:
+        h = out.get(e.job) if e.job is not None else None
+        if h is None:
+            continue
+        t = e.t - origin
+        open_ = bool(h.segments) and h.segments[-1][1] is None
+        if e.event in ("start", "resize"):
+            gpus = tuple(e.detail.get("gpus", ()))
+            if open_ and e.event == "start" and h.segments[-1][2] == gpus:
+                continue  # restarted in place after a crash or a hang
+            if open_:
+                s, _, g = h.segments[-1]
+                h.segments[-1] = (s, t, g)
+            h.segments.append((t, None, gpus))
+        elif e.event in _CLOSE and open_:
+            s, _, g = h.segments[-1]
+            h.segments[-1] = (s, t, g)
+            if e.event in _BREAKS:
+                h.preemptions += 1
+    return out
+
+
+def arrival_of(job: StoredJob, origin: float) -> float:
+    """When the job could first start: its submission plus its own ``arrival`` offset."""
+    return job.submitted_at - origin + job.job.arrival
+
+
+def run_result(
+    cluster: Cluster, jobs: Sequence[StoredJob], events: Sequence[Event]
+) -> tuple[SimResult, dict[str, object]]:
+    """The run directory of the store's jobs that ended on GPUs (finished, or failed after
+    running), as ``ddlsched live`` writes it, and the summary's service keys."""
+    origin = origin_of(jobs)
+    hist = histories(jobs, events, origin)
+    states = []
+    for j in jobs:
+        h = hist[j.id]
+        if j.state not in ("finished", "failed") or h.start is None or j.finished_at is None:
+            continue
+        spec = JobSpec(
+            job_id=j.id,
+            arrival=arrival_of(j, origin),
+            num_gpus=j.job.gpus,
+            iterations=0,
+            model=_placeholder(),
+            duration=j.job.duration or 0.0,
+            name=" ".join(j.job.command)[:80],
+        )
+        st = JobState(spec=spec, status=DONE, start=h.start, finish=j.finished_at - origin)
+        st.preemptions = h.preemptions
+        st.segments = [Segment(j.id, s, st.finish if e is None else e, g) for s, e, g in h.segments]
+        st.gpus = st.segments[-1].gpus
+        states.append(st)
+    busy = sum((seg.end - seg.start) * len(seg.gpus) for st in states for seg in st.segments)
+    res = build_result(cluster, states, busy)
+    by_state = {s: sorted(j.id for j in jobs if j.state == s) for s in ("failed", "cancelled")}
+    extra: dict[str, object] = {
+        "failed_jobs": len(by_state["failed"]),
+        "failed_job_ids": by_state["failed"],
+        "cancelled_job_ids": by_state["cancelled"],
+        "submitted_jobs": len(jobs),
+        "unfinished_job_ids": sorted(j.id for j in jobs if j.state not in ENDED),
+        "attempts_restarted": sum(max(j.attempt, 0) for j in jobs),
+        # a store with jobs still queued or running exports what has ended so far
+        "interrupted": any(j.state not in ENDED for j in jobs),
+        "max_jobs_per_gpu": 1,
+        "elastic": any(e.event == "resize" for e in events),
+    }
+    return res, extra
+
+
+def _placeholder():  # noqa: ANN202 - a ModelSpec
+    from ..workloads.trace_formats import placeholder_model
+
+    return placeholder_model("live")
+
+
+def overview(
+    jobs: Sequence[StoredJob],
+    events: Sequence[Event],
+    now: float,
+    service: Mapping[str, object],
+    progress: Mapping[int, object] | None = None,
+    window: float = 3600.0,
+) -> dict[str, object]:
+    """The status page's data (``GET /api/overview``): queue, running jobs, ended jobs, the
+    GPU segments of the last ``window`` seconds and busy-GPU fraction over time."""
+    origin = origin_of(jobs)
+    hist = histories(jobs, events, origin)
+    t_now = max(now - origin, 0.0) if jobs else 0.0
+    gpus = int(service.get("gpus", 0) or 0)  # type: ignore[call-overload]
+
+    def cmd(j: StoredJob) -> str:
+        return " ".join(j.job.command)
+
+    queue, running, ended, segments = [], [], [], []
+    for j in jobs:
+        h = hist[j.id]
+        if j.state == "queued":
+            queue.append(
+                {
+                    "id": j.id,
+                    "gpus": j.job.gpus,
+                    "command": cmd(j),
+                    "submitted": j.submitted_at - origin,
+                    "failures": j.failures,
+                }  # fmt: skip
+            )
+        elif j.state == "running":
+            since = h.segments[-1][0] if h.segments else t_now
+            step = (progress or {}).get(j.id)
+            running.append(
+                {
+                    "id": j.id,
+                    "gpus": j.job.gpus,
+                    "gpus_held": list(j.gpus_held),
+                    "since": since,
+                    "attempt": j.attempt,
+                    "command": cmd(j),
+                    "step": step,
+                }  # fmt: skip
+            )
+        else:
+            end = (j.finished_at or now) - origin
+            ended.append(
+                {
+                    "id": j.id,
+                    "state": j.state,
+                    "submitted": j.submitted_at - origin,
+                    "ended": end,
+                    "jct": end - arrival_of(j, origin),
+                    "reason": j.reason,
+                }  # fmt: skip
+            )
+        for s, e, g in h.segments:
+            if e is None or e >= t_now - window:
+                segments.append({"job": j.id, "gpus": list(g), "start": s, "end": e})
+    return {
+        "now": t_now,
+        "origin": origin,
+        "service": dict(service),
+        "queue": queue,
+        "running": running,
+        "finished": ended,
+        "segments": segments,
+        "utilisation": utilisation(hist.values(), gpus, t_now),
+    }
+
+
+def utilisation(hist: object, gpus: int, now: float, points: int = 200) -> list[list[float]]:
+    """Busy-GPU fraction as a step function ``[[t, fraction], …]`` (at most ``points`` steps,
+    the latest kept)."""
+    deltas: dict[float, int] = {}
+    for h in hist:  # type: ignore[attr-defined]
+        for s, e, g in h.segments:
+            deltas[s] = deltas.get(s, 0) + len(g)
+            end = now if e is None else e
+            deltas[end] = deltas.get(end, 0) - len(g)
+    out, busy = [[0.0, 0.0]], 0
+    for t in sorted(deltas):
+        busy += deltas[t]
+        frac = busy / gpus if gpus else 0.0
+        out.append([t, round(min(max(frac, 0.0), 1.0), 6)])
+    return out[-points:]
+
+
+def metrics_text(counts: Mapping[str, int], gpus: int, busy_gpus: int, draining: bool) -> str:
+    """``GET /metrics``: the Prometheus text exposition format (version 0.0.4)."""
+    lines: list[str] = []
+
+    def metric(name: str, kind: str, help_: str, samples: list[tuple[str, float]]) -> None:
+        lines.append(f"# HELP {name} {help_}")
+        lines.append(f"# TYPE {name} {kind}")
+        for labels, value in samples:
+            lines.append(f"{name}{labels} {value:g}")
+
+    ev = lambda k: counts.get(f"event:{k}", 0)  # noqa: E731
+    metric(
+        "ddlsched_queue_length", "gauge", "Jobs waiting for GPUs.", [("", counts.get("queued", 0))]
+    )
+    metric("ddlsched_running_jobs", "gauge", "Jobs running.", [("", counts.get("running", 0))])
+    metric("ddlsched_gpus", "gauge", "GPUs the service schedules.", [("", gpus)])
+    metric("ddlsched_gpus_busy", "gauge", "GPUs held by running jobs.", [("", busy_gpus)])
+    metric(
+        "ddlsched_gpu_utilization", "gauge", "Fraction of GPUs held by running jobs.",
+        [("", busy_gpus / gpus if gpus else 0.0)],
+    )  # fmt: skip
+    metric("ddlsched_submissions_total", "counter", "Jobs submitted.", [("", ev("submit"))])
+    metric(
+        "ddlsched_jobs_ended_total", "counter", "Jobs that ended, by final state.",
+        [(f'{{state="{s}"}}', counts.get(s, 0)) for s in ENDED],
+    )  # fmt: skip
+    metric(
+        "ddlsched_job_completions_total",
+        "counter",
+        "Jobs finished.",
+        [("", counts.get("finished", 0))],
+    )
+    metric(
+        "ddlsched_preemptions_total", "counter", "Preemptions by the policy.", [("", ev("preempt"))]
+    )
+    metric(
+        "ddlsched_restarts_total", "counter",
+        "Restarts after a crash, a hang or a service restart.",
+        [("", counts.get("restarts", 0))],
+    )  # fmt: skip
+    metric("ddlsched_draining", "gauge", "1 while the service drains.", [("", int(draining))])
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,92 @@
+"""The client side of ``ddlsched serve``: what ``ddlsched submit/status/cancel/drain`` send
+(standard library ``urllib`` only). A refusal by the service or an unreachable one is one
+:class:`~ddlsched.errors.InputError` line naming the server."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from typing import Any
+
+from ..errors import InputError
+from .jobfile import LiveJob
+
+__all__ = ["DEFAULT_SERVER", "ServiceClient", "job_payload"]
+
+#: the service's default address (``ddlsched serve``'s default ``--listen``), or $DDLSCHED_SERVER
+DEFAULT_SERVER = "http://127.0.0.1:8470"
+
+
+def job_payload(job: LiveJob) -> dict[str, Any]:
+    """A job as ``POST /jobs`` takes it (the fields a job file gives, ids left to the service)."""
+    doc: dict[str, Any] = {"arrival": job.arrival, "gpus": job.gpus, "command": list(job.command),
+                           "max_restarts": job.max_restarts}  # fmt: skip
+    for name in ("app", "checkpoint_dir", "duration", "batch_size"):
+        value = getattr(job, name)
+        if value is not None:
+            doc[name] = value
+    return doc
+
+
+class ServiceClient:
+    """Calls on one service: ``server`` (default $DDLSCHED_SERVER or :data:`DEFAULT_SERVER`),
+    ``token`` when the service needs one."""
+
+    def __init__(self, server: str | None = None, token: str | None = None,
+                 timeout: float = 30.0) -> None:  # fmt: skip
+        self.server = (server or os.environ.get("DDLSCHED_SERVER") or DEFAULT_SERVER).rstrip("/")
+        if not self.server.startswith(("http://", "https://")):
+            raise InputError(f"expected a URL such as {DEFAULT_SERVER}, got {self.server!r}",
+                             field="--server")  # fmt: skip
+        self.token = token
+        self.timeout = timeout
+
+    def call(self, method: str, path: str, body: object = None) -> tuple[int, Any]:
+        """``(status, decoded JSON)``; InputError for a refusal (4xx/5xx) or no service."""
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        req = urllib.request.Request(self.server + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        if self.token:
+            req.add_header("Authorization", f"Bearer {self.token}")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310
+                return resp.status, _decode(resp.read())
+        except urllib.error.HTTPError as e:
+            doc = _decode(e.read())
+            text = doc.get("error") if isinstance(doc, dict) else None
+            raise InputError(f"{e.code}: {text or e.reason}", source=self.server) from None
+        except (urllib.error.URLError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            raise InputError(f"no ddlsched service answers ({reason}); is `ddlsched serve` "
+                             "running there?", source=self.server) from None  # fmt: skip
+
+    def submit(self, jobs: list[LiveJob]) -> list[int]:
+        """Submit ``jobs`` (all or none); their ids."""
+        _, doc = self.call("POST", "/jobs", {"jobs": [job_payload(j) for j in jobs]})
+        return list(doc["ids"])
+
+    def jobs(self, states: list[str] | None = None) -> list[dict[str, Any]]:
+        path = "/jobs" + (f"?state={','.join(states)}" if states else "")
+        return list(self.call("GET", path)[1]["jobs"])
+
+    def job(self, job_id: int) -> dict[str, Any]:
+        return dict(self.call("GET", f"/jobs/{int(job_id)}")[1])
+
+    def cancel(self, job_id: int) -> dict[str, Any]:
+        return dict(self.call("DELETE", f"/jobs/{int(job_id)}")[1])
+
+    def drain(self) -> dict[str, Any]:
+        return dict(self.call("POST", "/drain", {})[1])
+
+    def health(self) -> dict[str, Any]:
+        return dict(self.call("GET", "/health")[1])
+
+
+def _decode(raw: bytes) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except ValueError:
+        return None

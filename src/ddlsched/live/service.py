@@ -1,0 +1,359 @@
+"""``ddlsched serve``: the live scheduler as a long-running service (docs/live.md, "Operating
+the service"). One state directory holds everything that must survive a crash: the SQLite
+store (jobs, events), ``service.json`` (cluster, policy, settings) and each job's files. The
+engine runs in the main thread; the HTTP API (``httpapi``) runs in threads that write the store
+and hand the engine what changed through an inbox.
+
+Start-up, in order: lock the state directory (one service per directory); end every process a
+crashed predecessor recorded and that is still alive (by pid and start time); requeue the jobs
+recorded running; load the jobs not ended; listen."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any
+
+from .. import __version__
+from ..core.cluster import Cluster
+from ..errors import InputError
+from ..settings import Settings
+from .engine import ServiceBackend, ServiceExecutor, ServiceSimulator
+from .executor import EventLog
+from .export import SERVICE_FILE
+from .history import histories, origin_of
+from .launch import descendants, end_process_group, process_start_time
+from .run import check_fits, to_specs
+from .store import ENDED, JobStore, StoredJob
+
+__all__ = ["DEFAULT_LISTEN", "ServeConfig", "Service", "parse_listen"]
+
+#: where the service listens, and its clients look, by default
+DEFAULT_LISTEN = "127.0.0.1:8470"
+#: the address file a running service keeps in its state directory
+ENDPOINT_FILE = "endpoint.json"
+#: the service's own helper processes (a private Ray's), ended at the next start if a
+#: crash left them behind
+HELPERS_FILE = "helpers.json"
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (port 0: any free port) → (host, port); InputError naming --listen."""
+    host, sep, port = value.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise InputError(f"expected HOST:PORT such as {DEFAULT_LISTEN}, got {value!r}",
+                         field="--listen")  # fmt: skip
+    return host, int(port)
+
+
+def read_token(path: str) -> str:
+    """The access token in ``path`` (surrounding white space removed; at least 16 characters)."""
+    try:
+        token = Path(path).read_text(encoding="utf-8").strip()
+    except OSError as e:
+        raise InputError(f"cannot read the token file: {e.strerror}", source=path) from None
+    except UnicodeDecodeError:
+        raise InputError("the token file is not UTF-8 text", source=path) from None
+    if len(token) < 16 or any(c.isspace() for c in token):
+        raise InputError("the token must be at least 16 characters, no white space",
+                         source=path)  # fmt: skip
+    return token
+
+
+@dataclass
+class ServeConfig:
+    """One service, as ``ddlsched serve`` takes it."""
+
+    state: str
+    policy: str
+    cluster: str | None = None
+    ray_address: str | None = None
+    launcher: str = "ray"  # ray | local
+    listen: str = DEFAULT_LISTEN
+    token_file: str | None = None
+    settings: Settings = field(default_factory=Settings)
+    grace: float = 10.0
+    hang_timeout: float | None = 600.0
+    poll_interval: float = 0.2
+    max_body: int = 1 << 20
+    seed: int = 0
+
+
+class Service:
+    """The running service: store, engine, HTTP server (``run`` until drained or signalled)."""
+
+    def __init__(self, cfg: ServeConfig, say: Callable[[str], None] | None = None) -> None:
+        self.cfg = cfg
+        self.say = say or (lambda line: print(line, flush=True))
+        self.host, self.port = parse_listen(cfg.listen)
+        self.token = read_token(cfg.token_file) if cfg.token_file else None
+        if self.host not in _LOOPBACK and self.token is None:
+            raise InputError(
+                f"listening on {self.host} (not loopback) needs --token-file: every request "
+                "must then carry the token",
+                field="--listen",
+            )
+        for name, value in (("--grace", cfg.grace), ("--hang-timeout", cfg.hang_timeout or 0)):
+            if value < 0:
+                raise InputError("must be ≥ 0 seconds", field=name)
+        self.state = Path(cfg.state)
+        self.inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self.draining = False
+        self.url = ""
+        self.cluster: Cluster | None = None
+        self.sim: ServiceSimulator | None = None
+        self.executor: ServiceExecutor | None = None
+        self.store: JobStore | None = None
+        self._lock_file: IO[str] | None = None
+
+    # ------------------------------------------------------------------ start-up
+    def _lock(self) -> None:
+        self.state.mkdir(parents=True, exist_ok=True)
+        f = open(self.state / "service.lock", "a+", encoding="utf-8")  # noqa: SIM115
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "?"
+            f.close()
+            raise InputError(
+                f"another ddlsched serve (pid {holder}) uses this state directory",
+                source=str(self.state),
+            ) from None
+        f.seek(0)
+        f.truncate()
+        f.write(str(os.getpid()))
+        f.flush()
+        self._lock_file = f
+
+    def _launcher(self, cluster: Cluster | None) -> Any:
+        cfg = self.cfg
+        if cfg.launcher == "local":
+            from .launch import LocalLauncher
+
+            assert cluster is not None
+            return LocalLauncher(cluster)
+        from .raylauncher import RayLauncher
+
+        if cfg.ray_address:
+            return RayLauncher.connect(cfg.ray_address)
+        assert cluster is not None
+        return RayLauncher.local(cluster)
+
+    def _reconcile(self, store: JobStore) -> None:
+        """End the workers a crashed service left running, then requeue its running jobs."""
+        left = store.leftover_procs()
+        ended = sum(
+            end_process_group(pid, start, self.cfg.grace)
+            for procs in left.values()
+            for pid, start in procs
+        )
+
+        store.forget_procs(left)
+        requeued = store.recover(time.time())
+        if ended or requeued:
+            self.say(
+                f"ddlsched serve: recovered: ended {ended} process(es) left running, "
+                f"requeued job(s) {requeued}"
+            )
+
+    def _record(self, cluster: Cluster, resolved: dict) -> None:
+        from ..core.results import atomic_write_bytes
+
+        cfg = self.cfg
+        record = {
+            "version": __version__,
+            "policy": cfg.policy,
+            "cluster": cfg.cluster if not cfg.cluster or not os.path.exists(cfg.cluster)
+            else str(Path(cfg.cluster).resolve()),
+            "cluster_name": cluster.name,
+            "servers": [asdict(s) for s in cluster.servers],
+            "ray_address": cfg.ray_address,
+            "launcher": cfg.launcher if not cfg.ray_address else "ray-cluster",
+            "seed": cfg.seed,
+            "settings": cfg.settings.sectioned(),
+            "resolved": resolved,
+        }  # fmt: skip
+        data = json.dumps(record, indent=2, sort_keys=True) + "\n"
+        atomic_write_bytes(self.state / SERVICE_FILE, data.encode("utf-8"))
+
+    # ------------------------------------------------------------------ the engine's side
+    def _add(self, stored: StoredJob, attained: float = 0.0) -> None:
+        """Hand a stored job to the engine (arrival in engine time, at the earliest now)."""
+        assert self.sim is not None and self.executor is not None
+        self.executor.add(stored, attained)
+        spec = to_specs([stored.job], 1.0)[0]
+        arrival = stored.submitted_at + stored.job.arrival - self.sim.origin
+        self.sim.add_job(replace(spec, job_id=stored.id, arrival=max(arrival, 0.0)))
+
+    def _take_inbox(self) -> None:
+        """What the HTTP threads committed since the last look: new jobs, cancellations,
+        a drain request."""
+        assert self.sim is not None and self.store is not None
+        while True:
+            try:
+                what, arg = self.inbox.get_nowait()
+            except queue.Empty:
+                return
+            if what == "submit":
+                for job_id in arg:
+                    self._add(self.store.job(job_id))
+            elif what == "cancel":
+                self.sim.cancel(arg)
+            elif what == "drain":
+                self.sim.draining = True
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> int:
+        """Serve until drained (exit 0) or SIGTERM/SIGINT (running jobs are stopped, to be
+        requeued at the next start; exit 0)."""
+        from ..api import build_simulator
+        from ..core.cluster_io import load_cluster
+        from .httpapi import start_server
+
+        cfg = self.cfg
+        if cfg.ray_address is None and not cfg.cluster:
+            raise InputError("give --cluster (or --ray-address to use a Ray cluster's GPUs)")
+        cluster = load_cluster(cfg.cluster) if cfg.cluster and not cfg.ray_address else None
+        self._lock()
+        self.store = store = JobStore(self.state)
+        launcher = None
+        server = None
+        stop = threading.Event()
+        previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            gone = sum(_end_process(pid, start) for pid, start in self._read_helpers())
+            if gone:
+                self.say(f"ddlsched serve: ended {gone} helper process(es) a crashed service left")
+            launcher = self._launcher(cluster)
+            self.cluster = cluster = launcher.cluster()
+            self._reconcile(store)
+            self._write_helpers()
+            log = EventLog(self.state / "events.jsonl")
+            self.executor = executor = ServiceExecutor(
+                launcher, store, self.state, grace=cfg.grace,
+                hang_timeout=cfg.hang_timeout or None, log=log,
+            )  # fmt: skip
+            backend = ServiceBackend(
+                executor, poll_interval=cfg.poll_interval,
+                launcher_name=cfg.launcher if cfg.ray_address is None else "ray-cluster",
+            )  # fmt: skip
+            sim = build_simulator(cluster, [], cfg.policy, seed=cfg.seed,
+                                  settings=cfg.settings, backend=backend)  # fmt: skip
+            assert isinstance(sim, ServiceSimulator)
+            self.sim = sim
+            self._record(cluster, dict(sim.resolved))
+            jobs = store.jobs()
+            hist = histories(jobs, store.events(), origin_of(jobs))
+            for j in jobs:
+                if j.state not in ENDED:
+                    check_fits([j.job], cluster, "the state store")
+                    ran = sum((e if e is not None else s) - s for s, e, _ in hist[j.id].segments)
+                    self._add(j, attained=ran)
+            sim.between = self._take_inbox
+            server = start_server(self)
+            self.url = f"http://{_url_host(self.host)}:{server.server_address[1]}"
+            self._write_endpoint()
+
+            def on_signal(signum: int, frame: object) -> None:
+                stop.set()
+                sim.stop_requested = True
+
+            for s in previous:
+                signal.signal(s, on_signal)
+            self.say(f"ddlsched serve: {cfg.policy} on {cluster.num_gpus} GPUs, state "
+                     f"{self.state}, listening on {self.url}")  # fmt: skip
+            sim.serve()
+            if stop.is_set():
+                self._stop_running()
+            self.say("ddlsched serve: " + ("stopped" if stop.is_set() else "drained") + "; bye")
+            return 0
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+            if server is not None:
+                server.shutdown()
+                server.server_close()
+            (self.state / ENDPOINT_FILE).unlink(missing_ok=True)
+            if launcher is not None:
+                launcher.shutdown()
+            store.close()
+            if self._lock_file is not None:
+                self._lock_file.close()
+
+    def _stop_running(self) -> None:
+        """SIGTERM: every running job is recorded as requeued (commit), then stopped."""
+        assert self.sim is not None and self.executor is not None and self.store is not None
+        now = time.time()
+        running = list(self.sim.running.values())
+        for job in running:
+            self.store.preempt(job.job_id, now, "service stopped")
+        self.executor.stop_all()
+
+    def _read_helpers(self) -> list[tuple[int, int]]:
+        try:
+            doc = json.loads((self.state / HELPERS_FILE).read_text(encoding="utf-8"))
+            return [(int(p), int(s)) for p, s in doc["processes"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            return []
+
+    def _write_helpers(self) -> None:
+        """Record this service's helper processes (all its descendants now: a private Ray's
+        head, raylet and agents; none with ``--local``) by pid and start time."""
+        from ..core.results import atomic_write_bytes
+
+        doc = {"pid": os.getpid(), "processes": [list(p) for p in descendants(os.getpid())]}
+        atomic_write_bytes(self.state / HELPERS_FILE, (json.dumps(doc) + "\n").encode())
+
+    def _write_endpoint(self) -> None:
+        from ..core.results import atomic_write_bytes
+
+        doc = {"url": self.url, "pid": os.getpid(), "version": __version__}
+        atomic_write_bytes(self.state / ENDPOINT_FILE, (json.dumps(doc) + "\n").encode())
+
+    # ------------------------------------------------------------------ for the HTTP threads
+    def busy_gpus(self) -> int:
+        """GPUs held by running jobs, from the store."""
+        assert self.store is not None
+        return sum(len(j.gpus_held) for j in self.store.jobs(["running"]))
+
+    def service_info(self) -> dict[str, object]:
+        assert self.cluster is not None
+        return {
+            "policy": self.cfg.policy,
+            "cluster": self.cluster.name,
+            "gpus": self.cluster.num_gpus,
+            "draining": self.draining,
+            "version": __version__,
+            "pid": os.getpid(),
+        }
+
+
+def _end_process(pid: int, start: int, wait: float = 5.0) -> bool:
+    """SIGKILL process ``pid`` if it is still the one that started at ``start``."""
+    if start <= 0 or process_start_time(pid) != start:
+        return False
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return False
+    deadline = time.monotonic() + wait
+    while process_start_time(pid) == start and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return True
+
+
+def _url_host(host: str) -> str:
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
