@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from _processes import cmdlines
 
 pytest.importorskip("ray")
 
@@ -31,16 +32,7 @@ count = 2
 """
 
 
-def _cmdlines() -> dict[int, str]:
-    out = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                raw = Path(f"/proc/{entry}/cmdline").read_bytes()
-            except OSError:
-                continue
-            out[int(entry)] = raw.replace(b"\0", b" ").decode(errors="replace")
-    return out
+_cmdlines = cmdlines
 
 
 def _ray_pids() -> set[int]:

@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from _processes import cmdlines
 
 from ddlsched.live.store import ENDED, JobStore
 
@@ -52,16 +53,7 @@ while step < steps:
 """
 
 
-def _cmdlines() -> dict[int, str]:
-    out = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                raw = Path(f"/proc/{entry}/cmdline").read_bytes()
-            except OSError:
-                continue
-            out[int(entry)] = raw.replace(b"\0", b" ").decode(errors="replace")
-    return out
+_cmdlines = cmdlines
 
 
 class Svc:
@@ -466,3 +458,27 @@ def test_bad_starts_are_refused_with_one_line(home) -> None:
               "state", "--listen", "127.0.0.1:0")  # fmt: skip
     assert out.returncode == 2 and "schema version 99" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_tiresias_preempts_through_the_store_and_jobs_added_later_are_scheduled(home) -> None:
+    path, tag, _ = home
+    svc = serve(home, "--policy", "tiresias", "--set", "interval=0.5",
+                "--set", "tiresias_thresholds=0.0005")  # fmt: skip
+    (long,) = svc.submit(job(tag, steps=80, gpus=8, duration=8.0))
+    deadline = time.monotonic() + 30
+    while svc.jobs()[long]["state"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    time.sleep(1.0)
+    short = svc.submit(job(tag, steps=10, gpus=4, duration=0.5), job(tag, steps=10, gpus=4))
+    jobs = svc.wait_ended([long, *short])
+    assert all(jobs[i]["state"] == "finished" for i in (long, *short))
+    status, doc = svc.call("GET", f"/jobs/{long}")
+    kinds = [e["event"] for e in doc["events"]]  # type: ignore[index]
+    assert "preempt" in kinds and kinds.count("start") >= 2 and kinds[-1] == "finish"
+    assert starting_steps(path / "state", long)[-1] > 0  # resumed from its checkpoint
+    assert svc.drain() == 0
+    assert cli(path, "export", "--state", "state", "--out", "run").returncode == 0
+    assert cli(path, "check", "run").returncode == 0
+    rows = (path / "run" / "jobs.csv").read_text().splitlines()
+    assert int(rows[1].rsplit(",", 1)[1]) >= 1  # job 1's preemptions

@@ -64,9 +64,7 @@ class LiveBackend(LiveParts, Backend):
         origin: PolicyOrigin | None,
         builtin: bool,
     ) -> RealtimeSimulator:
-        from ..core.realtime import RealtimeSimulator
-
-        return RealtimeSimulator(
+        return self.engine()(
             cluster,
             jobs,
             policy,
@@ -79,3 +77,9 @@ class LiveBackend(LiveParts, Backend):
             builtin_policy=builtin,
             poll_interval=self.poll_interval,
         )
+
+    def engine(self) -> type[RealtimeSimulator]:
+        """The real-time engine class this backend builds (the service's is another)."""
+        from ..core.realtime import RealtimeSimulator
+
+        return RealtimeSimulator

@@ -15,13 +15,11 @@ from __future__ import annotations
 import heapq
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..backends.base import Progress
 from ..core.job import JobSpec
-from ..core.protocols import SchedulingPolicy
 from ..core.realtime import RealtimeSimulator
 from ..core.state import DONE, JobState
 from .backend import LiveBackend
@@ -30,9 +28,7 @@ from .launch import LaunchError, end_process_group, process_start_time
 from .store import JobStore, StoredJob
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..core.cluster import Cluster
-    from ..policies.plugins import PolicyOrigin
-    from ..settings import Settings
+    pass
 
 __all__ = ["ServiceBackend", "ServiceExecutor", "ServiceSimulator"]
 
@@ -181,26 +177,32 @@ class ServiceSimulator(RealtimeSimulator):
         self.draining = False
         self.stop_requested = False
         self.between: Callable[[], None] | None = None
+        #: the error of a policy that raised (it is called no more), and who hears of it
+        self.policy_error: str | None = None
+        self.on_policy_error: Callable[[str], None] | None = None
 
     def add_job(self, spec: JobSpec) -> JobState:
-        """A new job, arriving at ``spec.arrival`` (engine time) or now if that is past."""
+        """A new job, arriving at ``spec.arrival`` (engine time) or now if that is past. It
+        joins ``jobs`` when it arrives, so that ``jobs[:arrived]`` stays the arrivals in
+        order, as policies read them."""
         job = JobState(spec=spec)
-        self.jobs.append(job)
         self.by_id[spec.job_id] = job
         self.at(max(spec.arrival, self.now), self._arrive, job)
         return job
 
     def _arrive(self, job: JobState) -> None:
         if job.status != DONE:  # a job cancelled before it arrived never does
+            self.jobs.append(job)
             super()._arrive(job)
 
     def cancel(self, job_id: int) -> None:
         """End ``job_id`` (its cancellation is already committed): out of the queue, or its
-        processes stopped and its GPUs freed."""
+        processes stopped and its GPUs freed. Policies see it among ``completed``."""
         job = self.by_id.get(job_id)
         if job is None or job.status == DONE:
             return
         executor = self.executor
+        arrived = job in self.queue or self.running.get(job_id) is job
         if job in self.queue:
             self.queue.remove(job)
         elif self.running.get(job_id) is job:
@@ -208,14 +210,33 @@ class ServiceSimulator(RealtimeSimulator):
             executor.stop(job)
             self._release(job)
         job.status = DONE
-        self.finished += 1
+        if arrived:
+            self.finished += 1
+            self.completed.append(job)
         self._dirty = True
+
+    def _policy_pass(self) -> None:
+        if self.policy_error is None:
+            try:
+                super()._policy_pass()
+            except Exception as e:  # noqa: BLE001 - the service outlives a broken policy
+                self._broken(e)
+
+    def _broken(self, e: Exception) -> None:
+        """A policy that raised schedules nothing more; running jobs go on, the API answers,
+        ``drain`` ends the service (the error is in ``/health`` and the service's log)."""
+        self.policy_error = " ".join(f"{type(e).__name__}: {e}".split())
+        if self.on_policy_error is not None:
+            self.on_policy_error(self.policy_error)
 
     def _round(self, interval: float, tick: bool = False) -> None:
         if self.stop_requested:
             return
-        if not self.draining and (self.queue or self.running):
-            super()._round(interval, tick)  # the policy's round; it schedules the next
+        if not self.draining and self.policy_error is None and (self.queue or self.running):
+            try:
+                super()._round(interval, tick)  # the policy's round; it schedules the next
+            except Exception as e:  # noqa: BLE001
+                self._broken(e)
         else:
             self.at(self.now + interval, self._round, interval, tick)
 
@@ -255,27 +276,5 @@ class ServiceBackend(LiveBackend):
 
     name = "live-service"
 
-    def build(
-        self,
-        cluster: Cluster,
-        jobs: Sequence[JobSpec],
-        policy: SchedulingPolicy,
-        settings: Settings,
-        seed: int,
-        progress: Progress,
-        origin: PolicyOrigin | None,
-        builtin: bool,
-    ) -> ServiceSimulator:
-        return ServiceSimulator(
-            cluster,
-            jobs,
-            policy,
-            self.procs,
-            seed=seed,
-            max_jobs_per_gpu=1,
-            restart_delay=0.0,
-            progress=progress,
-            policy_origin=origin,
-            builtin_policy=builtin,
-            poll_interval=self.poll_interval,
-        )
+    def engine(self) -> type[ServiceSimulator]:
+        return ServiceSimulator

@@ -123,7 +123,7 @@ def run_live(
     record = cfg.record()
     interrupted: BaseException | None = None
     with output_dir(cfg.out, may_replace=same_config_rule(record), overwrite=cfg.overwrite) as d:
-        launcher = _launcher(cfg, cluster)
+        launcher = make_launcher(cfg.launcher, cfg.ray_address, cluster)
         try:
             cluster = launcher.cluster()
             check_fits(jobs, cluster, cfg.jobs)
@@ -192,15 +192,17 @@ def write_measured(rows: list[dict[str, object]], path: Path) -> None:
     write_file(path, buf.getvalue().encode("utf-8"))
 
 
-def _launcher(cfg: LiveConfig, cluster: Cluster | None):  # noqa: ANN202 - a Launcher
-    if cfg.launcher == "local":
+def make_launcher(kind: str, ray_address: str | None, cluster: Cluster | None):  # noqa: ANN201
+    """The launcher of a live run or service: ``local`` subprocesses on ``cluster``, else Ray
+    (joined at ``ray_address``, or a private instance with ``cluster``'s logical GPUs)."""
+    if kind == "local":
         from .launch import LocalLauncher
 
         assert cluster is not None
         return LocalLauncher(cluster)
     from .raylauncher import RayLauncher
 
-    if cfg.ray_address:
-        return RayLauncher.connect(cfg.ray_address)
+    if ray_address:
+        return RayLauncher.connect(ray_address)
     assert cluster is not None
     return RayLauncher.local(cluster)

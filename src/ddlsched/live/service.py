@@ -31,7 +31,7 @@ from .executor import EventLog
 from .export import SERVICE_FILE
 from .history import histories, origin_of
 from .launch import descendants, end_process_group, process_start_time
-from .run import check_fits, to_specs
+from .run import check_fits, make_launcher, to_specs
 from .store import ENDED, JobStore, StoredJob
 
 __all__ = ["DEFAULT_LISTEN", "ServeConfig", "Service", "parse_listen"]
@@ -136,23 +136,16 @@ class Service:
         f.flush()
         self._lock_file = f
 
-    def _launcher(self, cluster: Cluster | None) -> Any:
-        cfg = self.cfg
-        if cfg.launcher == "local":
-            from .launch import LocalLauncher
-
-            assert cluster is not None
-            return LocalLauncher(cluster)
-        from .raylauncher import RayLauncher
-
-        if cfg.ray_address:
-            return RayLauncher.connect(cfg.ray_address)
-        assert cluster is not None
-        return RayLauncher.local(cluster)
-
     def _reconcile(self, store: JobStore) -> None:
-        """End the workers a crashed service left running, then requeue its running jobs."""
+        """End the workers a crashed service left running (stop file first, so that workers
+        anywhere checkpoint and exit; then by pid and start time on this machine), then
+        requeue its running jobs."""
         left = store.leftover_procs()
+        for j in store.jobs(["running"]):
+            if j.attempt >= 0:
+                stop = self.state / "jobs" / str(j.id) / f"attempt-{j.attempt}" / "stop"
+                if stop.parent.is_dir():
+                    stop.touch()
         ended = sum(
             end_process_group(pid, start, self.cfg.grace)
             for procs in left.values()
@@ -235,7 +228,7 @@ class Service:
             gone = sum(_end_process(pid, start) for pid, start in self._read_helpers())
             if gone:
                 self.say(f"ddlsched serve: ended {gone} helper process(es) a crashed service left")
-            launcher = self._launcher(cluster)
+            launcher = make_launcher(cfg.launcher, cfg.ray_address, cluster)
             self.cluster = cluster = launcher.cluster()
             self._reconcile(store)
             self._write_helpers()
@@ -261,6 +254,10 @@ class Service:
                     ran = sum((e if e is not None else s) - s for s, e, _ in hist[j.id].segments)
                     self._add(j, attained=ran)
             sim.between = self._take_inbox
+            sim.on_policy_error = lambda text: self.say(
+                f"ddlsched serve: error: the policy failed ({text}); no job starts until the "
+                "service is restarted with a working policy"
+            )
             server = start_server(self)
             self.url = f"http://{_url_host(self.host)}:{server.server_address[1]}"
             self._write_endpoint()
@@ -334,6 +331,7 @@ class Service:
             "cluster": self.cluster.name,
             "gpus": self.cluster.num_gpus,
             "draining": self.draining,
+            "policy_error": self.sim.policy_error if self.sim is not None else None,
             "version": __version__,
             "pid": os.getpid(),
         }

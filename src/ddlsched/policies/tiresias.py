@@ -108,6 +108,8 @@ class Tiresias:
             new = sim.jobs[self._seen : sim.arrived]
             self._seen = sim.arrived
             for job in sorted(new, key=lambda j: j.job_id):
+                self._state[job.job_id] = job  # (a service adds jobs after attach)
+                self._size[job.job_id] = job.num_gpus
                 self._append(job.job_id, 0)
                 self._base[job.job_id] = 0.0
                 self._demand += job.num_gpus
