@@ -12,10 +12,7 @@ import os
 import re
 import signal
 import subprocess
-import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -311,81 +308,3 @@ def test_the_screenshot_is_a_picture(page: Path, tmp_path: Path) -> None:
     assert image.shape[:2] == (900, 1200)
     colours = np.unique((image[..., :3] * 255).astype(np.uint8).reshape(-1, 3), axis=0)
     assert len(colours) > 20  # text, rects in several hues, the line: far from one flat colour
-
-
-class _Service(BaseHTTPRequestHandler):
-    """A stand-in for ``ddlsched serve`` on loopback: ``/`` is the page with the first overview,
-    ``/api/overview`` the second one for the right bearer token (401 otherwise, 500 if broken)."""
-
-    def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
-        server = self.server
-        server.seen.append((self.path, self.headers.get("Authorization")))
-        if self.path.split("?")[0] == "/":
-            self._send(200, "text/html", status_page(server.first, refresh_s=0.2))
-        elif self.path != "/api/overview" or server.broken:
-            self._send(500, "text/plain", "broken")
-        elif self.headers.get("Authorization") != "Bearer s3cret":
-            self._send(401, "text/plain", "no")
-        else:
-            self._send(200, "application/json", json.dumps(server.second))
-
-    def _send(self, code: int, kind: str, text: str) -> None:
-        data = text.encode()
-        self.send_response(code)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args) -> None:  # quiet
-        pass
-
-
-@pytest.fixture
-def service() -> Iterator[ThreadingHTTPServer]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Service)
-    server.seen, server.broken = [], False
-    server.first = overview()
-    server.second = {**overview(), "queue": [], "finished": overview()["finished"][:1]}
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=10)
-    assert not thread.is_alive()
-
-
-def _open(service: ThreadingHTTPServer, tmp_path: Path, query: str) -> str:
-    port = service.server_address[1]
-    return chromium(
-        tmp_path / "profile",
-        "--virtual-time-budget=3000",
-        "--dump-dom",
-        f"http://127.0.0.1:{port}/{query}",
-    )
-
-
-@browser
-def test_over_http_the_page_refreshes_with_the_token(service, tmp_path: Path) -> None:
-    dom = _open(service, tmp_path, "?token=s3cret")
-    assert rows(dom, "queue") == [] and rows(dom, "finished") == ["1"]  # the second overview
-    fetches = [auth for path, auth in service.seen if path == "/api/overview"]
-    assert fetches and set(fetches) == {"Bearer s3cret"}
-    assert '<span id="conn" hidden="">' in dom
-
-
-@browser
-@pytest.mark.parametrize(
-    ("broken", "query", "status", "auth"),
-    [(True, "", 500, None), (False, "?token=wrong", 401, "Bearer wrong")],
-)
-def test_over_http_a_failed_fetch_keeps_the_last_data(
-    service, tmp_path: Path, broken: bool, query: str, status: int, auth: str | None
-) -> None:
-    service.broken = broken
-    dom = _open(service, tmp_path, query)
-    assert rows(dom, "queue") == ["6", "7"]  # still the embedded overview
-    assert f'<span id="conn">disconnected (HTTP {status})</span>' in dom
-    fetches = [a for path, a in service.seen if path == "/api/overview"]
-    assert fetches and set(fetches) == {auth}  # no token in the URL: no Authorization header

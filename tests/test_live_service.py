@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -482,3 +483,46 @@ def test_tiresias_preempts_through_the_store_and_jobs_added_later_are_scheduled(
     assert cli(path, "check", "run").returncode == 0
     rows = (path / "run" / "jobs.csv").read_text().splitlines()
     assert int(rows[1].rsplit(",", 1)[1]) >= 1  # job 1's preemptions
+
+
+def test_status_page_in_chromium_shows_the_real_service(home) -> None:
+    """The page the service serves, in headless Chromium: the embedded data and the refresh
+    through ``api/overview`` with the token from the URL; a screenshot that is a picture."""
+    from test_live_page import CHROMIUM, REQUIRED, chromium, rows
+
+    if CHROMIUM is None and not REQUIRED:
+        pytest.skip("Chromium not installed (see test_report_browser)")
+    path, tag, _ = home
+    token = "page-token-0123456789abcdef"
+    (path / "token").write_text(token)
+    svc = serve(home, "--token-file", "token", token=token)
+    (failed,) = svc.submit(job(tag, mode="fail", max_restarts=0))
+    svc.wait_ended([failed])
+    (big,) = svc.submit(job(tag, steps=2000, gpus=8))
+    deadline = time.monotonic() + 30
+    while svc.jobs()[big]["state"] != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    (waiting,) = svc.submit(job(tag, gpus=2))
+    code, doc = svc.call("GET", "/", headers={"Authorization": ""})
+    assert code == 401  # the page too needs the token
+    url = f"{svc.url}/?token={token}"
+    dom = chromium(path / "profile", "--virtual-time-budget=4000", "--dump-dom", url)
+    assert rows(dom, "queue") == [str(waiting)]
+    assert rows(dom, "running") == [str(big)]
+    assert rows(dom, "finished") == [str(failed)]
+    gantt = re.findall(r'<rect[^>]*data-job="(\d+)"[^>]*data-gpu="(\d+)"', dom)
+    assert {g for j, g in gantt if j == str(big)} == {str(g) for g in range(8)}
+    assert re.search(r'id="conn"[^>]*hidden', dom)  # the refresh with the token worked
+    shot = path / "shot.png"
+    chromium(path / "profile2", "--virtual-time-budget=3000", f"--screenshot={shot}",
+             "--window-size=1200,900", "--hide-scrollbars", url)  # fmt: skip
+    import numpy as np
+    from matplotlib.image import imread
+
+    image = imread(shot)
+    assert image.shape[:2] == (900, 1200)
+    colours = np.unique((image[..., :3] * 255).astype(np.uint8).reshape(-1, 3), axis=0)
+    assert len(colours) > 20
+    assert svc.call("DELETE", f"/jobs/{big}")[0] == 200
+    assert svc.drain() == 0

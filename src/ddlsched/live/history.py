@@ -163,7 +163,7 @@ def overview(
                 {
                     "id": j.id,
                     "gpus": j.job.gpus,
-                    "gpus_held": list(j.gpus_held),
+                    "gpus_held": sorted(j.gpus_held),
                     "since": since,
                     "attempt": j.attempt,
                     "command": cmd(j),
@@ -204,13 +204,15 @@ def utilisation(hist: object, gpus: int, now: float, points: int = 200) -> list[
     for h in hist:  # type: ignore[attr-defined]
         for s, e, g in h.segments:
             deltas[s] = deltas.get(s, 0) + len(g)
-            end = now if e is None else e
-            deltas[end] = deltas.get(end, 0) - len(g)
+            if e is not None:  # a running job holds its GPUs up to now
+                deltas[e] = deltas.get(e, 0) - len(g)
     out, busy = [[0.0, 0.0]], 0
     for t in sorted(deltas):
         busy += deltas[t]
         frac = busy / gpus if gpus else 0.0
         out.append([t, round(min(max(frac, 0.0), 1.0), 6)])
+    if out[-1][0] < now:
+        out.append([now, out[-1][1]])
     return out[-points:]
 
 
