@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 
 import pytest
 
@@ -49,8 +50,25 @@ def test_progress_bar_draws_only_when_enabled() -> None:
     text = buf.getvalue()
     assert "1/4" in text and "4/4" in text and text.endswith("\n")
     quiet = io.StringIO()
-    ProgressBar("x", stream=quiet)(4, 4)  # StringIO is not a terminal
+    ProgressBar("x", stream=quiet)(4, 4)  # StringIO is not a terminal: short work is silent
     assert quiet.getvalue() == ""
+    off = io.StringIO()
+    ProgressBar("x", stream=off, enabled=False)(1, 4)
+    assert off.getvalue() == ""
+
+
+def test_progress_off_a_terminal_logs_a_line_every_few_seconds() -> None:
+    buf = io.StringIO()
+    bar = ProgressBar("sweep", stream=buf, log_every=0.05)
+    bar(1, 4)  # too soon: nothing yet
+    assert buf.getvalue() == ""
+    time.sleep(0.06)
+    bar(2, 4)
+    bar(3, 4)  # within the interval again
+    bar(4, 4)  # the end, once something was logged
+    lines = buf.getvalue().splitlines()
+    assert [line.split(" (")[0] for line in lines] == ["sweep: 2/4", "sweep: 4/4"]
+    assert "\r" not in buf.getvalue() and lines[1].startswith("sweep: 4/4 (100 %)")
 
 
 def test_import_limits_openblas_threads_unless_the_user_chose():
