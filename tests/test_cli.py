@@ -424,3 +424,21 @@ def test_a_closed_stdout_is_no_traceback() -> None:
             p.wait()
     assert b"Traceback" not in err and b"BrokenPipe" not in err, err.decode()
     assert p.returncode == 141
+
+
+def test_building_the_parser_imports_no_service_or_engine_module() -> None:
+    """``ddlsched --help`` stays fast: the live service, the engine and the API load only when
+    a command runs them (a parser that imported ``live.service`` cost 0.1 s more)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from ddlsched.cli import build_parser; build_parser(); "
+        "print(','.join(sorted(m for m in sys.modules if m.startswith('ddlsched'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    loaded = set(out.stdout.strip().split(","))
+    assert "ddlsched.live.endpoints" in loaded
+    for heavy in ("ddlsched.live.service", "ddlsched.live.remote", "ddlsched.core.simulator",
+                  "ddlsched.api", "ddlsched.settings"):  # fmt: skip
+        assert heavy not in loaded, heavy

@@ -53,6 +53,7 @@ LAYERS: dict[str, int] = {
     "planning": 3,
     "workloads": 3,
     "live.jobfile": 3,
+    "live.endpoints": 0,
     "live.store": 3,
     "": 4,  # ddlsched/__init__.py, the façade of the library
     "api": 4,

@@ -611,8 +611,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lv.set_defaults(func=cmd_live)
 
-    from .live.remote import DEFAULT_SERVER
-    from .live.service import DEFAULT_LISTEN
+    from .live.endpoints import DEFAULT_LISTEN, DEFAULT_SERVER
 
     sv = sub.add_parser(
         "serve",

@@ -11,12 +11,10 @@ import urllib.request
 from typing import Any
 
 from ..errors import InputError
+from .endpoints import DEFAULT_SERVER
 from .jobfile import LiveJob
 
 __all__ = ["DEFAULT_SERVER", "ServiceClient", "job_payload"]
-
-#: the service's default address (``ddlsched serve``'s default ``--listen``), or $DDLSCHED_SERVER
-DEFAULT_SERVER = "http://127.0.0.1:8470"
 
 
 def job_payload(job: LiveJob) -> dict[str, Any]:

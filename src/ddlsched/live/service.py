@@ -26,6 +26,7 @@ from .. import __version__
 from ..core.cluster import Cluster
 from ..errors import InputError
 from ..settings import Settings
+from .endpoints import DEFAULT_LISTEN
 from .engine import ServiceBackend, ServiceExecutor, ServiceSimulator
 from .executor import EventLog
 from .export import SERVICE_FILE
@@ -36,8 +37,6 @@ from .store import ENDED, JobStore, StoredJob
 
 __all__ = ["DEFAULT_LISTEN", "ServeConfig", "Service", "parse_listen"]
 
-#: where the service listens, and its clients look, by default
-DEFAULT_LISTEN = "127.0.0.1:8470"
 #: the address file a running service keeps in its state directory
 ENDPOINT_FILE = "endpoint.json"
 #: the service's own helper processes (a private Ray's), ended at the next start if a
