@@ -52,6 +52,12 @@ class IterationSettings:
 
     iterations_per_task: int = 1
     shortcuts: bool = True  # exact event-saving shortcuts of the iteration level (for checking)
+    compiled: bool = True  # the compiled task loop (numba); false = the Python loop, same events
+
+
+#: settings that choose how a run is computed, not what it computes (same results either way):
+#: config.json records them only when changed, so run ids stay those of runs without them
+RECORDED_IF_CHANGED = frozenset({"compiled"})
 
 
 @dataclass(frozen=True)
@@ -196,7 +202,11 @@ class Settings(
     def sectioned(self) -> dict[str, dict[str, object]]:
         """``{section: {key: value}}`` of every section (config.json's ``settings``)."""
         return {
-            name: {f.name: getattr(self, f.name) for f in fields(cls)}
+            name: {
+                f.name: getattr(self, f.name)
+                for f in fields(cls)
+                if not (f.name in RECORDED_IF_CHANGED and getattr(self, f.name) == f.default)
+            }
             for name, cls in SECTIONS.items()
         }
 

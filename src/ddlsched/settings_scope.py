@@ -93,6 +93,7 @@ SCOPES: dict[str, Rule] = {
     "granularity": (_WANG, _always),
     "iterations_per_task": ("to model jobs at iteration level", _always),
     "shortcuts": ("to model jobs at iteration level", _always),
+    "compiled": ("to model jobs at iteration level", _always),
     "kappa": (
         "with the lwf placement",  # κ of LWF-κ; lwf-K names κ itself
         lambda r: (r.placement or "").lower() == "lwf",

@@ -54,7 +54,9 @@ class _OnlineModelBackend(Backend):
     def scope_kind(self, settings: Settings) -> str:
         return self.scopes[0]
 
-    def executor(self, policy: SchedulingPolicy, settings: Settings) -> TaskExecutor | JobExecutor:
+    def executor(
+        self, policy: SchedulingPolicy, settings: Settings, jobs: Sequence[JobSpec] = ()
+    ) -> TaskExecutor | JobExecutor:
         raise NotImplementedError
 
     def resolved(self, scope: RunScope, settings: Settings) -> dict[str, object]:
@@ -81,7 +83,7 @@ class _OnlineModelBackend(Backend):
             cluster,
             jobs,
             policy,
-            self.executor(policy, settings),
+            self.executor(policy, settings, jobs),
             seed=seed,
             max_jobs_per_gpu=settings.max_jobs_per_gpu or None,
             restart_delay=settings.restart_delay,
@@ -104,15 +106,44 @@ class IterationBackend(_OnlineModelBackend):
     ) -> bool:
         return True  # the last resort: any model jobs
 
-    def executor(self, policy: SchedulingPolicy, settings: Settings) -> TaskExecutor:
+    def executor(
+        self, policy: SchedulingPolicy, settings: Settings, jobs: Sequence[JobSpec] = ()
+    ) -> TaskExecutor:
+        """The compiled loop where it applies (``compiled``, a built-in gate, numba, a run that
+        ends inside the kernel's exact time range), else the Python loop: same events."""
         from ..core.taskexec import TaskExecutor
 
+        gate = policy.gate if isinstance(policy, GatesAllReduce) else None
+        kernel_gate = _kernel_gate(gate)
+        if settings.compiled and kernel_gate is not None:
+            from ..core.compiledtask import CompiledTaskExecutor, compiled_available, fits
+
+            if compiled_available() and fits(jobs, settings.contention):
+                return CompiledTaskExecutor(
+                    settings.contention,
+                    gate,
+                    settings.iterations_per_task,
+                    settings.shortcuts,
+                    gate_kind=kernel_gate[0],
+                    gate_n=kernel_gate[1],
+                )
         return TaskExecutor(
-            settings.contention,
-            policy.gate if isinstance(policy, GatesAllReduce) else None,
-            settings.iterations_per_task,
-            settings.shortcuts,
+            settings.contention, gate, settings.iterations_per_task, settings.shortcuts
         )
+
+
+def _kernel_gate(gate: object) -> tuple[str, int] | None:
+    """The compiled loop's name for a built-in gate (kind, n), None for any other gate (a
+    user's gate, or a subclass, runs in the Python loop)."""
+    from ..policies.gates import AdaDual, SrsfN
+
+    if gate is None:
+        return "none", 0
+    if type(gate) is SrsfN:
+        return "srsf", gate.n
+    if type(gate) is AdaDual:
+        return "adadual", 0
+    return None
 
 
 class JobLevelBackend(_OnlineModelBackend):
@@ -165,7 +196,9 @@ class JobLevelBackend(_OnlineModelBackend):
             out["model"] = settings.model.lower()
         return out
 
-    def executor(self, policy: SchedulingPolicy, settings: Settings) -> JobExecutor:
+    def executor(
+        self, policy: SchedulingPolicy, settings: Settings, jobs: Sequence[JobSpec] = ()
+    ) -> JobExecutor:
         from ..core.jobexec import JobExecutor
         from ..core.ratemodels import model_entry
 

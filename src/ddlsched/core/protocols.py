@@ -119,6 +119,21 @@ class RanksGpus(Protocol):
 
 
 @runtime_checkable
+class OwnsEvents(Protocol):
+    """An executor that keeps its own event heap (a compiled loop, ``core/compiledtask.py``):
+    the engine merges it with its own heap by (time, sequence number), one sequence counter
+    for both, so the order of events is what one heap would give."""
+
+    def own_events(self) -> int: ...
+
+    def own_next(self) -> tuple[float, int] | None: ...
+
+    def own_run(self, before: float | None, one_instant: bool) -> float | None: ...
+
+    def own_events_at(self, time: float, seq_limit: int | None) -> None: ...
+
+
+@runtime_checkable
 class Ticks(Protocol):
     """An executor that advances every running job one step per round (``rounds``
     semantics)."""

@@ -29,6 +29,7 @@ from .protocols import (
     JobAgent,
     JobConfig,
     JobTimes,
+    OwnsEvents,
     Periodic,
     RanksGpus,
     RoundHook,
@@ -379,6 +380,8 @@ class Simulator:
     def _loop(self) -> int:
         """Process every event in time order, then the policy and ``settle`` after each
         instant; return the number of events."""
+        if isinstance(self.executor, OwnsEvents):
+            return self._loop_shared(self.executor)
         heap = self._heap
         pop = heapq.heappop
         settle = self.executor.settle
@@ -396,6 +399,42 @@ class Simulator:
                 self._policy_pass()
             settle()
         return count
+
+    def _loop_shared(self, ex: OwnsEvents) -> int:
+        """``_loop`` with an executor that has its own heap: it runs its instants alone until
+        one needs the engine (a job finished) or an engine event is due; instants with events
+        of both heaps are processed here in (time, sequence) order. Same events, same order."""
+        heap = self._heap
+        pop = heapq.heappop
+        settle = self.executor.settle
+        before = ex.own_events()
+        count = 0
+        while True:
+            t = ex.own_run(heap[0][0] if heap else None, self._dirty)
+            if t is not None:  # an instant of its own that needs the policy
+                if self._dirty:
+                    self._policy_pass()
+                settle()
+                continue
+            if not heap:
+                break
+            now = heap[0][0]
+            self.now = now
+            while True:
+                own = ex.own_next()
+                own_now = own is not None and own[0] == now
+                if heap and heap[0][0] == now and (not own_now or heap[0][1] < own[1]):
+                    _, _, handler, args = pop(heap)
+                    handler(*args)
+                    count += 1
+                elif own_now:
+                    ex.own_events_at(now, heap[0][1] if heap and heap[0][0] == now else None)
+                else:
+                    break
+            if self._dirty:
+                self._policy_pass()
+            settle()
+        return count + ex.own_events() - before
 
     def _policy_pass(self) -> None:
         """The policy's ``schedule`` at the end of an instant where something changed."""
