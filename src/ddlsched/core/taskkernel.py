@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+import numba
 import numpy as np
 from numba import njit
+from numba import types as nt
 
 # worker states, task kinds and comm states: the values of core/taskexec.py
 F_READY, RUNNING, B_READY, WAIT, INACTIVE = 0, 1, 2, 3, 4
@@ -165,8 +167,24 @@ def grown(st: State, **sizes: int) -> State:
     return State(**fields)
 
 
+# --------------------------------------------------------------------- compiling
+# Every function runs without numba's reference counting (``_nrt=False``: nothing here
+# allocates, and counting the arrays of ``State`` on every call cost half the time). Only the
+# entry points get a CPython wrapper; the helpers called with constant arguments get their one
+# signature up front, so numba does not compile a version per constant (compile time).
+_OPTS = {"cache": True, "_nrt": False}
+kernel = njit(**_OPTS)
+inner = njit(no_cpython_wrapper=True, **_OPTS)
+I8 = nt.int64
+ST = numba.typeof(new_state(1, 1, 1, 1, 1, 1, 1, np.zeros(3), True, 0, 0, 0.0, 0.0))
+
+
+def inner_typed(signature):
+    return njit(signature, no_cpython_wrapper=True, **_OPTS)
+
+
 # --------------------------------------------------------------------- time grid
-@njit(cache=True, _nrt=False)
+@inner
 def _two_product_err(a: float, b: float, p: float) -> float:
     """The exact error ``a·b − p`` of the float product ``p = a·b`` (Dekker's TwoProduct)."""
     c = 134217729.0  # 2**27 + 1
@@ -179,7 +197,7 @@ def _two_product_err(a: float, b: float, p: float) -> float:
     return ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def qround(x: float) -> int:
     """``round(x, 9)`` of Python as a whole number of nanoseconds (x ≥ 0): the nearest multiple
     of 1 ns to the exact value of ``x``, ties to even (CPython's correctly rounded ``round``)."""
@@ -202,14 +220,14 @@ def qround(x: float) -> int:
     return k if k % 2 == 0 else k + 1
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def _sec(ns: int) -> float:
     """The float time of a grid point (the nearest double to ns·1e-9, as ``round`` gives)."""
     return ns / 1e9
 
 
 # --------------------------------------------------------------------- event heap
-@njit(cache=True, _nrt=False)
+@inner_typed(nt.void(ST, I8, I8, I8, I8, I8, I8))
 def _push(st, t: int, kind: int, a: int, b: int, c: int, d: int) -> None:
     si = st.si
     seq = si[I_SEQ] + 1
@@ -235,7 +253,7 @@ def _push(st, t: int, kind: int, a: int, b: int, c: int, d: int) -> None:
     h[i, 6] = d
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _pop(st) -> None:
     """Remove the earliest event into ``si[I_EV : I_EV + 7]``."""
     h = st.heap
@@ -265,7 +283,7 @@ def _pop(st) -> None:
 
 
 # --------------------------------------------------------------------- small helpers
-@njit(cache=True, _nrt=False)
+@inner
 def _mark_dirty(st, g: int) -> None:
     if not st.gi[g, G_DIRTY_FLAG]:
         st.gi[g, G_DIRTY_FLAG] = 1
@@ -274,13 +292,13 @@ def _mark_dirty(st, g: int) -> None:
         st.si[I_NDIRTY] = n + 1
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _mark_run_gpus_dirty(st, r: int) -> None:
     for j in range(st.ri[r, R_NGPU]):
         _mark_dirty(st, st.rw[r, j, W_GPU])
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _mark_affected(st, r: int) -> None:
     for j in range(st.ri[r, R_NSERV]):
         s = st.rs[r, j, P_SERVER]
@@ -291,7 +309,7 @@ def _mark_affected(st, r: int) -> None:
             st.si[I_NAFF] = n + 1
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _add_pending(st, r: int) -> None:
     if not st.ri[r, R_PEND_FLAG]:
         st.ri[r, R_PEND_FLAG] = 1
@@ -300,7 +318,7 @@ def _add_pending(st, r: int) -> None:
         st.si[I_NPEND] = n + 1
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _server_pos(st, r: int, s: int) -> int:
     for j in range(st.ri[r, R_NSERV]):
         if st.rs[r, j, P_SERVER] == s:
@@ -308,7 +326,7 @@ def _server_pos(st, r: int, s: int) -> int:
     return -1
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def set_scale(st, r: int) -> None:
     """Run.set_scale: real iterations in the current task (the last takes the remainder)."""
     if st.ri[r, R_TASKS_LEFT] > 1:
@@ -325,7 +343,7 @@ def set_scale(st, r: int) -> None:
         st.ri[r, R_CSVC] = st.ri[r, R_CSVC_LAST]
 
 
-@njit(cache=True, _nrt=False)
+@inner_typed(I8(ST, I8))
 def _compute_left(st, r: int) -> int:
     if st.ri[r, R_TASKS_LEFT] <= 0:
         return 0
@@ -333,7 +351,7 @@ def _compute_left(st, r: int) -> int:
     return full * (st.ri[r, R_TF_FULL] + st.ri[r, R_TB_FULL]) + st.ri[r, R_TF_LAST] + st.ri[r, R_TB_LAST]
 
 
-@njit(cache=True, _nrt=False)
+@inner_typed(I8(ST, I8, I8, nt.boolean))
 def _macro_tasks_done(st, r: int, now: int, count_ending_now: bool) -> int:
     period = st.ri[r, R_TF_FULL] + st.ri[r, R_TB_FULL]
     if period <= 0:
@@ -349,7 +367,7 @@ def _macro_tasks_done(st, r: int, now: int, count_ending_now: bool) -> int:
     return min(done, st.ri[r, R_TASKS_LEFT] - 1)
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _eff_svc(st, r: int) -> int:
     now = st.si[I_NOW]
     tfs = st.ri[r, R_TFS]
@@ -361,7 +379,7 @@ def _eff_svc(st, r: int) -> int:
     return svc
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def svc_now(st, r: int) -> int:
     """TaskExecutor._svc_now: L_J as the task-by-task execution would hold it now."""
     if st.ri[r, R_GANG] < 0:
@@ -385,7 +403,7 @@ def svc_now(st, r: int) -> int:
     return max(svc, 0)
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def services(st, slots, out) -> None:
     """``svc_now`` of every slot in ``slots`` into ``out`` (one call per policy pass)."""
     for k in range(len(slots)):
@@ -393,7 +411,7 @@ def services(st, slots, out) -> None:
 
 
 # --------------------------------------------------------------------- compute
-@njit(cache=True, _nrt=False)
+@inner_typed(nt.boolean(ST, I8, I8, I8))
 def _can_fuse(st, g: int, r: int, f_end: int) -> bool:
     nowf = _sec(st.si[I_NOW])
     fendf = _sec(f_end)
@@ -409,7 +427,7 @@ def _can_fuse(st, g: int, r: int, f_end: int) -> bool:
     return True
 
 
-@njit(cache=True, _nrt=False)
+@inner_typed(nt.void(ST, I8, I8, I8, I8, I8, I8))
 def _start_task(st, g: int, r: int, i: int, kind: int, start: int, end: int) -> None:
     st.rw[r, i, W_STATE] = RUNNING
     st.gi[g, G_READY] -= 1
@@ -422,7 +440,7 @@ def _start_task(st, g: int, r: int, i: int, kind: int, start: int, end: int) -> 
     _push(st, end, EV_TASK, g, r, i, ver)
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _pick(st, g: int) -> None:
     """An idle GPU starts the ready task of the resident job with least remaining service."""
     best = -1
@@ -485,7 +503,7 @@ def _pick(st, g: int) -> None:
         _start_task(st, g, r, bi, K_F, now, f_end)
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _task_done(st, g: int, r: int, i: int, ver: int) -> None:
     if ver != st.gi[g, G_VER]:
         return  # re-timed by a split
@@ -510,7 +528,7 @@ def _task_done(st, g: int, r: int, i: int, ver: int) -> None:
         _compute_done(st, r)
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _gang_done(st, r: int, ver: int) -> None:
     if ver != st.ri[r, R_VER]:
         return
@@ -536,7 +554,7 @@ def _gang_done(st, r: int, ver: int) -> None:
     _compute_done(st, r)
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _split(st, r: int, i: int, g: int) -> None:
     """TaskExecutor._split: turn a shortcut task of ``r`` covering GPU ``g`` into exact tasks."""
     now = st.si[I_NOW]
@@ -586,7 +604,7 @@ def _split(st, r: int, i: int, g: int) -> None:
     _push(st, st.ri[r, R_GANG_END], EV_GANG, r, st.ri[r, R_VER], 0, 0)
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _compute_done(st, r: int) -> None:
     if st.ri[r, R_CROSS]:
         st.ri[r, R_COMM] = C_WAITING
@@ -595,7 +613,7 @@ def _compute_done(st, r: int) -> None:
         _iteration_done(st, r)
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _iteration_done(st, r: int) -> None:
     s = st.ri[r, R_SCALE]
     st.ri[r, R_SVC] -= st.ri[r, R_CSVC]
@@ -612,7 +630,7 @@ def _iteration_done(st, r: int) -> None:
     _mark_run_gpus_dirty(st, r)
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _finish(st, r: int) -> None:
     for j in range(st.ri[r, R_NGPU]):
         g = st.rw[r, j, W_GPU]
@@ -633,7 +651,7 @@ def _finish(st, r: int) -> None:
     st.si[I_NFIN] = n + 1
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _activate(st, r: int) -> None:
     for j in range(st.ri[r, R_NGPU]):
         st.rw[r, j, W_STATE] = F_READY
@@ -641,7 +659,7 @@ def _activate(st, r: int) -> None:
     _mark_run_gpus_dirty(st, r)
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def start(st, r: int, delay: float) -> None:
     """TaskExecutor.start for the run in slot ``r`` (its fields filled by the caller)."""
     for j in range(st.ri[r, R_NGPU]):
@@ -664,7 +682,7 @@ def start(st, r: int, delay: float) -> None:
 
 
 # --------------------------------------------------------------------- communication
-@njit(cache=True, _nrt=False)
+@inner
 def _advance(st, q: int) -> None:
     nowf = _sec(st.si[I_NOW])
     dt = nowf - st.rf[q, R_COMM_LAST]
@@ -677,7 +695,7 @@ def _advance(st, q: int) -> None:
         st.rf[q, R_COMM_LAST] = nowf
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _remaining_bytes(st, q: int) -> float:
     dt = _sec(st.si[I_NOW]) - st.rf[q, R_COMM_LAST] - st.rf[q, R_LAT_LEFT]
     if dt <= 0 or st.rf[q, R_PER_BYTE] <= 0:
@@ -685,7 +703,7 @@ def _remaining_bytes(st, q: int) -> float:
     return max(st.rf[q, R_BYTES_LEFT] - dt / st.rf[q, R_PER_BYTE], 0.0)
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _blocker(st, r: int) -> int:
     """The built-in gates of policies/gates.py: −1 to start, else the blocking server."""
     kind = st.si[I_GATE]
@@ -716,7 +734,7 @@ def _blocker(st, r: int) -> int:
     return busiest
 
 
-@njit(cache=True, _nrt=False)
+@inner_typed(I8(ST, I8, I8, I8, I8))
 def _gheap_push(st, n: int, svc: int, jid: int, r: int) -> int:
     h = st.gheap
     i = n
@@ -734,7 +752,7 @@ def _gheap_push(st, n: int, svc: int, jid: int, r: int) -> int:
     return n + 1
 
 
-@njit(cache=True, _nrt=False)
+@inner_typed(I8(ST, I8))
 def _gheap_pop(st, n: int) -> int:
     """Remove the least (svc, jid) entry; returns its run slot (the heap then has n − 1)."""
     h = st.gheap
@@ -763,7 +781,7 @@ def _gheap_pop(st, n: int) -> int:
     return r
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _run_gates(st) -> None:
     """TaskExecutor._run_gates (Alg. 3 lines 15–21)."""
     si = st.si
@@ -817,7 +835,7 @@ def _run_gates(st) -> None:
                             st.sv[s, S_SSTART_N] = m + 1
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _comm_start(st, r: int) -> None:
     for j in range(st.ri[r, R_NSERV]):
         s = st.rs[r, j, P_SERVER]
@@ -839,7 +857,7 @@ def _comm_start(st, r: int) -> None:
     st.si[I_STARTS] += 1
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _comm_done(st, r: int, ver: int) -> None:
     if ver != st.ri[r, R_COMM_VER]:
         return
@@ -866,7 +884,7 @@ def _comm_done(st, r: int, ver: int) -> None:
     _iteration_done(st, r)
 
 
-@njit(cache=True, _nrt=False)
+@inner_typed(nt.void(ST, I8, I8))
 def _sort_into_scratch(st, row: int, n: int) -> None:
     """The first ``n`` entries of ``lists[row]`` sorted into ``lists[Q_SORT]`` (insertion
     sort: the lists are short, and nothing is allocated)."""
@@ -881,7 +899,7 @@ def _sort_into_scratch(st, row: int, n: int) -> None:
         out[j] = v
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _retime_comms(st) -> None:
     si = st.si
     n = si[I_NAFF]
@@ -915,7 +933,7 @@ def _retime_comms(st) -> None:
 
 
 # --------------------------------------------------------------------- end of instant, loop
-@njit(cache=True, _nrt=False)
+@kernel
 def settle(st) -> None:
     """TaskExecutor.settle: gates, re-timed all-reduces, idle GPUs (in GPU order)."""
     si = st.si
@@ -937,7 +955,7 @@ def settle(st) -> None:
             _pick(st, g)
 
 
-@njit(cache=True, _nrt=False)
+@inner
 def _dispatch(st) -> None:
     ev = st.si
     kind = ev[I_EV + 2]
@@ -951,7 +969,7 @@ def _dispatch(st) -> None:
         _activate(st, ev[I_EV + 3])
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def events_at(st, t: int, seq_limit: int) -> None:
     """Process this loop's events at time ``t`` with a sequence number below ``seq_limit``
     (an instant shared with the engine's events); no settle."""
@@ -964,7 +982,7 @@ def events_at(st, t: int, seq_limit: int) -> None:
         si[I_COUNT] += 1
 
 
-@njit(cache=True, _nrt=False)
+@kernel
 def run(st, py_t: int, one_instant: bool) -> int:
     """Process whole instants of this loop's own events strictly before ``py_t`` (the engine's
     next event), settling each; stop early after an instant in which a job finished, or after
