@@ -98,6 +98,33 @@ def test_many_jobs_on_one_gpu_grow_the_kernels_arrays() -> None:
     assert events > 1024
 
 
+def test_ctrl_c_stops_the_compiled_loop() -> None:
+    """The kernel hands back to Python at every finished job, so a SIGINT during a long exact
+    run raises KeyboardInterrupt long before the run would end."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from ddlsched import load_cluster, load_workload
+
+    cluster = load_cluster("wang20")
+    jobs = load_workload("wang20", seed=1)
+    warm = build_simulator(cluster, jobs[:3], "ada-srsf", seed=1)
+    warm.run()  # the kernel compiled or loaded: the timer below falls inside the run
+    sim = build_simulator(cluster, jobs, "ada-srsf", seed=1)
+    assert type(sim.executor).__name__ == "CompiledTaskExecutor"
+    timer = threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT))
+    t0 = time.perf_counter()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sim.run()
+    finally:
+        timer.cancel()
+    assert time.perf_counter() - t0 < 5.0
+
+
 def test_a_users_gate_runs_in_the_python_loop() -> None:
     """Only the built-in gates are compiled; any other gate keeps the Python executor."""
     from ddlsched.backends.model import _kernel_gate

@@ -254,18 +254,15 @@ def _push(st, t: int, kind: int, a: int, b: int, c: int, d: int) -> None:
 
 
 @inner
-def _pop(st) -> None:
-    """Remove the earliest event into ``si[I_EV : I_EV + 7]``."""
-    h = st.heap
-    si = st.si
-    for k in range(7):
-        si[I_EV + k] = h[0, k]
-    n = si[I_HEAP] - 1
-    si[I_HEAP] = n
+def _heap_drop_first(h, n: int) -> None:
+    """Remove row 0 of the binary heap ``h[:n]`` (ordered by columns 0, then 1): the last
+    row sifts down from the top. Shared by the event heap and the gates' heap."""
+    n -= 1
     if n == 0:
         return
     t = h[n, 0]
     s = h[n, 1]
+    w = h.shape[1]
     i = 0
     while True:
         c = 2 * i + 1
@@ -275,11 +272,23 @@ def _pop(st) -> None:
             c += 1
         if t < h[c, 0] or (t == h[c, 0] and s < h[c, 1]):
             break
-        for k in range(7):
+        for k in range(w):
             h[i, k] = h[c, k]
         i = c
-    for k in range(7):
+    for k in range(w):
         h[i, k] = h[n, k]
+
+
+@inner
+def _pop(st) -> None:
+    """Remove the earliest event into ``si[I_EV : I_EV + 7]``."""
+    h = st.heap
+    si = st.si
+    for k in range(7):
+        si[I_EV + k] = h[0, k]
+    n = si[I_HEAP]
+    si[I_HEAP] = n - 1
+    _heap_drop_first(h, n)
 
 
 # --------------------------------------------------------------------- small helpers
@@ -755,29 +764,8 @@ def _gheap_push(st, n: int, svc: int, jid: int, r: int) -> int:
 @inner_typed(I8(ST, I8))
 def _gheap_pop(st, n: int) -> int:
     """Remove the least (svc, jid) entry; returns its run slot (the heap then has n − 1)."""
-    h = st.gheap
-    r = h[0, 2]
-    n -= 1
-    if n == 0:
-        return r
-    svc = h[n, 0]
-    jid = h[n, 1]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= n:
-            break
-        if c + 1 < n and (h[c + 1, 0] < h[c, 0] or (h[c + 1, 0] == h[c, 0] and h[c + 1, 1] < h[c, 1])):
-            c += 1
-        if svc < h[c, 0] or (svc == h[c, 0] and jid < h[c, 1]):
-            break
-        h[i, 0] = h[c, 0]
-        h[i, 1] = h[c, 1]
-        h[i, 2] = h[c, 2]
-        i = c
-    h[i, 0] = svc
-    h[i, 1] = jid
-    h[i, 2] = h[n, 2]
+    r = st.gheap[0, 2]
+    _heap_drop_first(st.gheap, n)
     return r
 
 
