@@ -251,7 +251,7 @@ def generate_pollux_workload(
 #:   f = 11.7–12.4 % (mean 12.2 %; SJF-BSBF's row 12.2 %);
 #: * ``gpu_weights``: large jobs on Pollux's counts in Pollux's proportions (§VI-A: "the
 #:   settings of GPU numbers … follow those of Pollux"); small jobs 65 % on 1, 35 % on 4 GPUs
-#:   and ``duration_scale`` 0.15, fitted together so that the jobs' exclusive run times on the
+#:   and ``duration_scale`` 0.13, fitted together so that the jobs' exclusive run times on the
 #:   Pollux profiles match Tables III–IV's JCT − queueing of SJF, FIFO and Tiresias (small
 #:   0.55 h, large 1.74 h, all 0.69 h);
 #: * the arrival rate stays the recipe's (240 jobs in 8 h = 30 per hour; Table IV's 480: 60),
@@ -266,7 +266,7 @@ PAPER_WORKLOAD: dict[str, Any] = {
         4: 35.0,
         **{g: w for g, w in POLLUX_GPU_WEIGHTS.items() if g >= LARGE_JOB_MIN_GPUS},
     },
-    "duration_scale": 0.15,
+    "duration_scale": 0.13,
 }
 
 
