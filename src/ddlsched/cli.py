@@ -307,7 +307,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         raise InputError("must be ≥ 1", field="--workers")
     bar = ProgressBar(exp.name)
     n_seeds = args.seeds or exp.default_seeds
-    chosen = variants or list(exp.variants)
+    chosen = variants or exp.default_variants()
     rid = reproduction_id(exp, chosen, n_seeds)
     with claim(
         args.out, may_replace=marker_rule(REPRODUCE_MARKER, rid), overwrite=args.overwrite
@@ -431,7 +431,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     print("models:     " + ", ".join(model_names()) + "  (--set model=NAME)")
     print("formats:    " + ", ".join(TRACE_FORMATS) + "  (--workload-format NAME)")
     print("clusters:   " + ", ".join(CLUSTER_PRESETS) + ", yu22-N (first N servers of yu22)")
-    print("workloads:  " + ", ".join(WORKLOAD_PRESETS))
+    print(
+        "workloads:  " + ", ".join(WORKLOAD_PRESETS)
+        + ", luo24-N (N jobs), luo24-paper[-N] (Luo et al.'s stated mix, 240 or N jobs)"
+    )
     print("experiments:")
     for e in EXPERIMENTS.values():
         print(f"  {e.name:15s} {e.description}")

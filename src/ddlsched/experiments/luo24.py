@@ -106,6 +106,8 @@ TABLE3 = Experiment(
     resolve=_resolver("workloads-1.5"),
     plot=lambda e, t, o: bar_chart(e, t, o, "avg_jct"),
     default_seeds=8,
+    variants={"default": {}, "paper-workload": {"workload": "luo24-paper-240"}},
+    optional_variants=frozenset({"paper-workload"}),
 )
 
 TABLE4 = Experiment(
@@ -119,6 +121,8 @@ TABLE4 = Experiment(
     resolve=_resolver("workloads-3.0-generated"),
     plot=lambda e, t, o: bar_chart(e, t, o, "avg_jct"),
     default_seeds=8,
+    variants={"default": {}, "paper-workload": {"workload": "luo24-paper-480"}},
+    optional_variants=frozenset({"paper-workload"}),
 )
 
 #: Fig. 6a: the Pollux load levels available (jobs per workload)

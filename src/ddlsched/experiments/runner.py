@@ -54,6 +54,9 @@ class Experiment:
     metrics: Sequence[str]
     #: variant name → settings applied to every row (key ``cluster`` overrides the cluster)
     variants: Mapping[str, Mapping[str, object]] = field(default_factory=lambda: {"default": {}})
+    #: variants that run only when named with ``--variant`` (e.g. luo24's ``paper-workload``:
+    #: extra studies that leave the experiment's default table as it was)
+    optional_variants: frozenset[str] = frozenset()
     plot: Callable[[Experiment, list[dict], Path], Path | None] | None = None
     default_seeds: int = 5
     notes: str = ""
@@ -68,6 +71,10 @@ class Experiment:
     #: fall back to built-in data when a data directory is absent; returns (cluster, workload,
     #: settings, note)
     resolve: Callable[[], tuple[str, str, Mapping[str, object], str]] | None = None
+
+    def default_variants(self) -> list[str]:
+        """The variants a run without ``--variant`` computes: all but the optional ones."""
+        return [v for v in self.variants if v not in self.optional_variants]
 
 
 @dataclass(frozen=True)
@@ -191,7 +198,7 @@ def run_experiment(
 
     with output_dir(out, overwrite=True) as staging:
         table = _compute(exp, n_seeds, workers, variants, progress)
-        write_reproduction(exp, table, staging, variants or list(exp.variants), n_seeds)
+        write_reproduction(exp, table, staging, variants or exp.default_variants(), n_seeds)
     return table
 
 
@@ -205,7 +212,7 @@ def _compute(
     """The table of ``exp`` (rows × variants × seeds, or its custom computation)."""
     if exp.custom is not None:
         return exp.custom(exp, n_seeds, workers, progress)
-    chosen = list(variants) if variants else list(exp.variants)
+    chosen = list(variants) if variants else exp.default_variants()
     base_cluster, base_workload, base_settings, note = exp.cluster, exp.workload, {}, ""
     if exp.resolve is not None:
         base_cluster, base_workload, base_settings, note = exp.resolve()

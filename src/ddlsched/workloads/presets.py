@@ -75,6 +75,12 @@ def _load(spec: str, seed: int, philly: str | None, trace: TraceOptions) -> list
 
 def _preset(spec: str, seed: int, philly: str | None) -> list[JobSpec] | None:
     name = spec.lower()
+    paper = re.match(r"^luo24-paper(?:-([0-9]+))?$", name)
+    if paper and not is_file(spec):  # Luo et al.'s workload as the paper describes it (#16)
+        from .luo24 import generate_paper_workload
+
+        n = _luo24_size(paper.group(1)) if paper.group(1) else 240
+        return generate_paper_workload(seed, num_jobs=n, philly=philly)
     sized = re.match(r"^luo24-([0-9]+)$", name)
     if (name == "luo24" or sized) and not is_file(spec):
         from .luo24 import generate_pollux_workload
