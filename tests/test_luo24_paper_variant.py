@@ -41,3 +41,38 @@ def test_optional_variants_run_only_when_named() -> None:
     named = run_experiment(exp, 1, None, workers=1, variants=["extra"])
     assert {t["variant"] for t in named} == {"extra"}
     assert named[0]["ours_mean"] != plain[0]["ours_mean"]
+
+
+def test_generator_knobs_as_settings_reach_the_generator() -> None:
+    """``--set large_share=… gpu_weights=… duration_scale=… jobs_per_hour=…`` are the
+    generator's keywords; recorded in config.json only when set (run ids of before stay)."""
+    import pytest
+
+    from ddlsched.api import Settings, load_named
+    from ddlsched.errors import InputError
+    from ddlsched.workloads.luo24 import generate_pollux_workload
+
+    s = Settings.from_mapping(
+        {"large_share": "0.5", "gpu_weights": "1:1,8:1", "duration_scale": "0.5", "jobs_per_hour": "20"}
+    )
+    _, jobs = load_named("luo24", "luo24-60", seed=3, settings=s)
+    assert jobs == generate_pollux_workload(
+        3, num_jobs=60, large_share=0.5, gpu_weights={1: 1.0, 8: 1.0}, duration_scale=0.5,
+        jobs_per_hour=20.0,
+    )  # fmt: skip
+    assert sum(j.num_gpus == 8 for j in jobs) == 30 and {j.num_gpus for j in jobs} == {1, 8}
+    assert Settings().generator_knobs() == {}
+    assert "large_share" not in Settings().sectioned()["workload"]
+    assert s.sectioned()["workload"]["large_share"] == 0.5
+    for bad, field in (
+        ({"large_share": "1.5"}, "large_share"),
+        ({"gpu_weights": "0:3"}, "gpu_weights"),
+        ({"gpu_weights": "1:2,1:3"}, "gpu_weights"),
+        ({"duration_scale": "0"}, "duration_scale"),
+        ({"jobs_per_hour": "-1"}, "jobs_per_hour"),
+    ):
+        with pytest.raises(InputError) as e:
+            Settings.from_mapping(bad)
+        assert e.value.field == field
+    with pytest.raises(InputError, match="luo24-paper"):
+        load_named("wang20", "wang20", settings=Settings.from_mapping({"large_share": "0.3"}))

@@ -225,7 +225,8 @@ def test_every_experiment_row_and_variant_is_accepted(name, monkeypatch) -> None
 
     monkeypatch.setattr(simulator_module, "Simulator", _Built)  # the backends build it
     monkeypatch.setattr(runner, "run_task", fake_task)
-    table = runner.run_experiment(exp, seeds=1, workers=1)
+    # every variant, the optional ones (run only when named) included
+    table = runner.run_experiment(exp, seeds=1, workers=1, variants=list(exp.variants))
     assert len(built) == len(exp.rows) * len(exp.variants)
     assert len(table) == len(built) * len(exp.metrics)
 

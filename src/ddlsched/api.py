@@ -298,7 +298,8 @@ def load_named(
 
     cl = load_cluster(cluster, seed)
     philly = (settings.philly if settings else "") or None
-    jobs = load_workload(workload, seed, philly, trace)
+    knobs = settings.generator_knobs() if settings else None
+    jobs = load_workload(workload, seed, philly, trace, knobs=knobs)
     if settings is not None:
         check_workload_scope(settings, workload)
     validate_fits(jobs, cl, workload)

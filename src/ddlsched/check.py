@@ -497,6 +497,7 @@ def _load_context(cfg: dict, ctx: _Context, res: RunCheck) -> None:
             rc.seed,
             rc.settings.philly or None,
             rc.trace_options(),
+            knobs=rc.settings.generator_knobs(),
         )
         ctx.specs = {s.job_id: s for s in specs}
     except Exception as e:  # noqa: BLE001

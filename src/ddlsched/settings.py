@@ -14,7 +14,16 @@ from dataclasses import dataclass, fields
 
 from .core.timing import MAX_PER_BYTE, MAX_TIME, MIN_DURATION
 from .errors import InputError, suggest
-from .parsing import NumberError, check_float, check_int, describe, parse_float, to_float, to_int
+from .parsing import (
+    NumberError,
+    check_float,
+    check_int,
+    describe,
+    parse_float,
+    parse_int,
+    to_float,
+    to_int,
+)
 from .perf.contention import LinearContention
 from .perf.rar import DEGRADATIONS, RarModel
 from .planning import PlannerParams
@@ -55,9 +64,12 @@ class IterationSettings:
     compiled: bool = True  # the compiled task loop (numba); false = the Python loop, same events
 
 
-#: settings that choose how a run is computed, not what it computes (same results either way):
-#: config.json records them only when changed, so run ids stay those of runs without them
-RECORDED_IF_CHANGED = frozenset({"compiled"})
+#: settings that config.json records only when changed, so that run ids stay those of runs
+#: made before they existed: how a run is computed (same results either way), and knobs that
+#: were added later with defaults that change nothing
+RECORDED_IF_CHANGED = frozenset(
+    {"compiled", "large_share", "gpu_weights", "duration_scale", "jobs_per_hour"}
+)
 
 
 @dataclass(frozen=True)
@@ -118,6 +130,11 @@ class WorkloadSettings:
     """Inputs of workload generators."""
 
     philly: str = ""  # Philly trace the luo24 generators sample from (built-in stand-ins if "")
+    # the luo24 generators' knobs (workloads/luo24.py; issue #16); defaults = the recipe's own
+    large_share: float = -1.0  # share of jobs on > 4 GPUs, exact; -1 = what the recipe gives
+    gpu_weights: str = ""  # "1:65,4:35,8:10": GPU count → weight; "" = the application's
+    duration_scale: float = 1.0  # × each sampled job's GPU time before its application is chosen
+    jobs_per_hour: float = 0.0  # arrival rate; 0 = the recipe's (jobs over its 8-hour window)
 
 
 #: section name → its dataclass, in the order config.json lists them
@@ -312,6 +329,17 @@ class Settings(
             )
         if self.interference < 1:
             raise InputError("must be ≥ 1", source=source, field="interference")
+        if self.large_share != -1.0 and not 0.0 <= self.large_share <= 1.0:
+            raise InputError(
+                "must be a fraction in [0, 1] (or -1: the recipe's own)",
+                source=source,
+                field="large_share",
+            )
+        if self.duration_scale <= 0:
+            raise InputError("must be > 0", source=source, field="duration_scale")
+        if self.jobs_per_hour < 0:
+            raise InputError("must be ≥ 0 (0: the recipe's)", source=source, field="jobs_per_hour")
+        self.gpu_weights_map(source)
         if self.rescale_delay < 0:
             raise InputError("must be ≥ 0", source=source, field="rescale_delay")
         from .core.ratemodels import model_names
@@ -325,6 +353,41 @@ class Settings(
         ):
             if getattr(self, name) not in allowed:
                 raise InputError(f"must be one of {', '.join(allowed)}", source=source, field=name)
+
+    def gpu_weights_map(self, source: str = "--set") -> dict[int, float] | None:
+        """``gpu_weights`` as {GPU count: weight}, None when empty; ``InputError`` if malformed."""
+        if not self.gpu_weights:
+            return None
+        out: dict[int, float] = {}
+        for part in self.gpu_weights.split(","):
+            count, colon, weight = part.partition(":")
+            try:
+                g, w = parse_int(count.strip()), parse_float(weight.strip())
+            except NumberError:
+                g, w = 0, -1.0
+            if not colon or g < 1 or w < 0 or g in out:
+                raise InputError(
+                    f"expected distinct GPU counts ≥ 1 with weights ≥ 0, e.g. 1:65,4:35; "
+                    f"got {part.strip()!r}",
+                    source=source,
+                    field="gpu_weights",
+                )
+            out[g] = w
+        return out
+
+    def generator_knobs(self) -> dict[str, object]:
+        """The luo24 generators' keywords for the knobs that are set (``luo24.py``)."""
+        knobs: dict[str, object] = {}
+        if self.large_share != -1.0:
+            knobs["large_share"] = self.large_share
+        weights = self.gpu_weights_map()
+        if weights is not None:
+            knobs["gpu_weights"] = weights
+        if self.duration_scale != 1.0:
+            knobs["duration_scale"] = self.duration_scale
+        if self.jobs_per_hour:
+            knobs["jobs_per_hour"] = self.jobs_per_hour
+        return knobs
 
     @property
     def contention(self) -> LinearContention:

@@ -89,6 +89,8 @@ def _always(r: RunScope) -> bool:
 
 
 #: setting → (where it applies, predicate within its section: does it apply to this run?)
+_LUO24_GEN = "to the luo24, luo24-N, luo24-paper and luo24-paper-N workload generators"
+
 SCOPES: dict[str, Rule] = {
     "granularity": (_WANG, _always),
     "iterations_per_task": ("to model jobs at iteration level", _always),
@@ -138,7 +140,11 @@ SCOPES: dict[str, Rule] = {
     "tiresias_thresholds": ("with the tiresias policy", _reads("tiresias_thresholds")),
     "pollux_ncf_batch": ("with the pollux policy", _reads("pollux_ncf_batch")),
     # checked by check_workload_scope (the workload, not the run, decides)
-    "philly": ("to the luo24 and luo24-N workload generators", _always),
+    "philly": (_LUO24_GEN, _always),
+    "large_share": (_LUO24_GEN, _always),
+    "gpu_weights": (_LUO24_GEN, _always),
+    "duration_scale": (_LUO24_GEN, _always),
+    "jobs_per_hour": (_LUO24_GEN, _always),
 }
 
 
@@ -167,16 +173,22 @@ def check_scope(settings: Settings, run: RunScope) -> None:
 
 
 def is_luo24_generator(workload: str) -> bool:
-    """Whether ``workload`` names the ``luo24``/``luo24-N`` generator (what ``philly`` feeds)."""
-    named = re.fullmatch(r"luo24(-\d+)?", workload.lower()) is not None
+    """Whether ``workload`` names a luo24 generator (``luo24``, ``luo24-N``, ``luo24-paper``,
+    ``luo24-paper-N``: what ``philly`` and the generator knobs feed)."""
+    named = re.fullmatch(r"luo24(-paper)?(-\d+)?", workload.lower()) is not None
     return named and not is_file(workload)
 
 
 def check_workload_scope(settings: Settings, workload: str) -> None:
-    """``philly`` only feeds the ``luo24`` generators: an error with any other workload."""
-    if settings.philly and not is_luo24_generator(workload):
+    """``philly`` and the generator knobs only feed the luo24 generators: an error with any
+    other workload."""
+    if is_luo24_generator(workload):
+        return
+    used = ["philly"] if settings.philly else []
+    used += list(settings.generator_knobs())
+    for key in used:
         raise InputError(
-            f"applies only {SCOPES['philly'][0]} (this run: workload {workload})",
+            f"applies only {SCOPES[key][0]} (this run: workload {workload})",
             source="--set",
-            field="philly",
+            field=key,
         )

@@ -251,11 +251,14 @@ def _check_runs_apply(
         trace = cfg.trace_options()
         name = str(cfg.workload)
         seeded = _is_workload_preset(name) or trace.sample is not None
-        wkey = (name, trace, cfg.settings.philly, seeded and cfg.seed)
+        knobs = cfg.settings.generator_knobs()
+        wkey = (name, trace, cfg.settings.philly, repr(sorted(knobs.items())), seeded and cfg.seed)
         point = ", ".join(f"{k} = {v!r}" for k, v in run.point)
         if wkey not in workloads:
             try:
-                workloads[wkey] = load_workload(name, cfg.seed, cfg.settings.philly or None, trace)
+                workloads[wkey] = load_workload(
+                    name, cfg.seed, cfg.settings.philly or None, trace, knobs=knobs
+                )
             except InputError as e:  # the workload file's own place, and the grid point
                 if not point:
                     raise

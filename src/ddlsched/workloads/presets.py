@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from ..core.job import JobSpec
@@ -24,6 +25,8 @@ def load_workload(
     seed: int = 0,
     philly: str | None = None,
     options: TraceOptions | None = None,
+    *,
+    knobs: Mapping[str, object] | None = None,
     **keywords: object,
 ) -> list[JobSpec]:
     """Generate preset ``spec`` with ``seed``, or read ``spec`` as a workload or job-trace file
@@ -35,13 +38,15 @@ def load_workload(
     distributions when omitted. ``options`` (:class:`TraceOptions`, default: none): the filters
     also apply to a preset's jobs (ids kept); ``sample`` draws with ``seed``;
     ``gavel_throughputs``/``gavel_gpu``: Gavel's throughputs JSON and GPU type that give
-    Gavel-trace jobs their durations. The options as separate keywords (``max_gpus=2``) still
+    Gavel-trace jobs their durations. ``knobs``: keywords of the luo24 generators
+    (``large_share``, ``gpu_weights``, ``duration_scale``, ``jobs_per_hour``;
+    ``Settings.generator_knobs``). The options as separate keywords (``max_gpus=2``) still
     work, deprecated, for one release."""
     trace = options_or_keywords(options, keywords, "load_workload")
     check_seed(seed)
     if trace.workload_format is not None:
         check_format(trace.workload_format)
-    jobs = _load(spec, seed, philly, trace)
+    jobs = _load(spec, seed, philly, trace, dict(knobs or {}))
     if jobs is None:
         jobs = read_with_options(Path(spec), trace, seed)
     note = "(after the filters --trace-start/--load-scale)" if trace.has_filters() else ""
@@ -55,9 +60,11 @@ def check_seed(seed: object) -> None:
         raise InputError(f"must be an integer ≥ 0, got {seed!r}", field="seed")
 
 
-def _load(spec: str, seed: int, philly: str | None, trace: TraceOptions) -> list[JobSpec] | None:
+def _load(
+    spec: str, seed: int, philly: str | None, trace: TraceOptions, knobs: dict[str, object]
+) -> list[JobSpec] | None:
     """A preset's jobs (filtered), None for a file; ``InputError`` for neither."""
-    jobs = _preset(spec, seed, philly)
+    jobs = _preset(spec, seed, philly, knobs)
     if jobs is None:
         if not path_exists(spec):
             raise InputError(
@@ -73,20 +80,22 @@ def _load(spec: str, seed: int, philly: str | None, trace: TraceOptions) -> list
     return filter_with_options(jobs, trace, seed) if trace.has_filters() else jobs
 
 
-def _preset(spec: str, seed: int, philly: str | None) -> list[JobSpec] | None:
+def _preset(
+    spec: str, seed: int, philly: str | None, knobs: dict[str, object]
+) -> list[JobSpec] | None:
     name = spec.lower()
     paper = re.match(r"^luo24-paper(?:-([0-9]+))?$", name)
     if paper and not is_file(spec):  # Luo et al.'s workload as the paper describes it (#16)
         from .luo24 import generate_paper_workload
 
         n = _luo24_size(paper.group(1)) if paper.group(1) else 240
-        return generate_paper_workload(seed, num_jobs=n, philly=philly)
+        return generate_paper_workload(seed, num_jobs=n, philly=philly, **knobs)  # type: ignore[arg-type]
     sized = re.match(r"^luo24-([0-9]+)$", name)
     if (name == "luo24" or sized) and not is_file(spec):
         from .luo24 import generate_pollux_workload
 
         n = _luo24_size(sized.group(1)) if sized else 240
-        return generate_pollux_workload(seed, num_jobs=n, philly=philly)
+        return generate_pollux_workload(seed, num_jobs=n, philly=philly, **knobs)  # type: ignore[arg-type]
     gen = WORKLOAD_PRESETS.get(name)
     if gen is not None and not is_file(spec):
         return gen(seed)
