@@ -421,6 +421,17 @@ class _FitProblem:
         upper = np.array([FIT_CEILING] * 6 + [FIT_GAMMA[1]])[self.free]
         self.z_lower = np.where(self.is_log, np.log(lower), lower)
         self.z_upper = np.where(self.is_log, np.log(upper), upper)
+        # constants of the evaluations (the optimisers call them ~100 times per fit, on a few
+        # rows, so numpy's per-call overhead dominates): free columns as indices, each row's
+        # all-reduce link as an index into (none, inter-node, intra-node), the masks as floats
+        self.free_idx = np.flatnonzero(self.free)
+        self.link = np.where(self.multi, 1, np.where(self.intra, 2, 0))
+        self.multi_f = self.multi.astype(float)
+        self.intra_f = self.intra.astype(float)
+        self.all_ok = bool(self.ok.all())
+        self.root_a = math.sqrt(max(self.n_ok, 1))
+        self.root_o = math.sqrt(self.n)
+        self._last: _Point | None = None
 
     def _fix(self, i: int, value: float = FIT_FLOOR) -> None:
         self.x0[i] = value
@@ -429,7 +440,7 @@ class _FitProblem:
     # ---------------------------------------------------------------- parametrisation
     def to_x(self, z: np.ndarray) -> np.ndarray:
         x = self.x0.copy()
-        x[self.free] = np.where(self.is_log, np.exp(z), z)
+        x[self.free_idx] = np.where(self.is_log, np.exp(z), z)
         return x
 
     def to_z(self, x: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -439,30 +450,16 @@ class _FitProblem:
         return np.clip(z, self.z_lower, self.z_upper)
 
     # ---------------------------------------------------------------- model and derivatives
-    def _model(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """log T_a, log T_o per observation and their derivatives d/dx (rows × 7)."""
-        alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma = x
-        multi, intra, extra, bsz = self.multi, self.intra, self.extra, self.bsz
-        t_a = alpha_c + beta_c * bsz
-        log_a = np.log(t_a)
-        bottleneck = np.where(multi, alpha_n, np.where(intra, alpha_r, FIT_FLOOR))
-        retro = np.where(multi, beta_n, np.where(intra, beta_r, FIT_FLOOR))
-        t_net = bottleneck + retro * extra
-        log_net = np.log(t_net)
-        log_o = np.logaddexp(gamma * log_a, gamma * log_net) / gamma
-        d_a = np.zeros((self.n, 7))
-        d_a[:, 0] = 1.0 / t_a
-        d_a[:, 1] = bsz / t_a
-        w = np.exp(gamma * (log_a - log_o))  # d log T_o / d log T_a
-        v = (1.0 - w) / t_net  # d log T_o / d T_net
-        d_o = np.zeros((self.n, 7))
-        d_o[:, :2] = w[:, None] * d_a[:, :2]
-        d_o[:, 2] = v * multi
-        d_o[:, 3] = v * multi * extra
-        d_o[:, 4] = v * intra
-        d_o[:, 5] = v * intra * extra
-        d_o[:, 6] = (w * log_a + (1.0 - w) * log_net - log_o) / gamma
-        return log_a[self.ok], log_o, d_a[self.ok], d_o
+    def _at(self, z: np.ndarray) -> _Point:
+        """The model at z, kept for the last z: least_squares asks for the residuals and then
+        the Jacobian at one point, and the loss is asked again where L-BFGS-B starts. Keyed by
+        z's exact bytes, so a hit returns exactly what a fresh evaluation would."""
+        z = np.asarray(z, dtype=float)
+        key = z.tobytes()
+        pt = self._last
+        if pt is None or pt.key != key:
+            pt = self._last = _Point(self, z.copy(), key)
+        return pt
 
     @staticmethod
     def _regs(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -476,49 +473,111 @@ class _FitProblem:
         d[2, 4], d[2, 5] = -sr * beta_r / alpha_r**2, sr / alpha_r
         return r, d
 
-    def _chain(self, z: np.ndarray, d_x: np.ndarray) -> np.ndarray:
-        """d/dz from d/dx (last axis 7): free columns, × x for the log-parametrised ones."""
-        xf = np.where(self.is_log, np.exp(z), 1.0)
-        return d_x[..., self.free] * xf
-
     # ---------------------------------------------------------------- the artifact's loss
     def loss(self, z: np.ndarray) -> tuple[float, np.ndarray]:
         """RMSLE(T_a) + RMSLE(T_o) + 1e-3·(γ − 1)² + 1e-2·((β_n/α_n)² + (β_r/α_r)²) and its
         gradient in z (gp:148-229, ``_obj_fn``)."""
-        x = self.to_x(z)
-        log_a, log_o, d_a, d_o = self._model(x)
-        r, d_r = self._regs(x)
-        value = float(r @ r)
-        grad = 2.0 * (r @ d_r)
-        if self.n_ok:
-            e1 = log_a - self.log_compute
-            err1 = math.sqrt(float(e1 @ e1) / self.n_ok)
-            value += err1
-            if err1 > 0:  # the RMSLE's gradient is undefined at 0; take 0
-                grad += (e1 @ d_a) / (self.n_ok * err1)
-        e2 = log_o - self.log_step
-        err2 = math.sqrt(float(e2 @ e2) / self.n)
-        value += err2
-        if err2 > 0:
-            grad += (e2 @ d_o) / (self.n * err2)
-        return value, self._chain(z, grad)
+        pt = self._at(z)
+        if pt.loss is None:
+            r, d_r = pt.regs
+            value = float(r @ r)
+            grad = 2.0 * (r @ d_r)
+            if self.n_ok:
+                e1 = pt.log_a_ok - self.log_compute
+                err1 = math.sqrt(float(e1 @ e1) / self.n_ok)
+                value += err1
+                if err1 > 0:  # the RMSLE's gradient is undefined at 0; take 0
+                    grad += (e1 @ pt.d_a_ok) / (self.n_ok * err1)
+            e2 = pt.log_o - self.log_step
+            err2 = math.sqrt(float(e2 @ e2) / self.n)
+            value += err2
+            if err2 > 0:
+                grad += (e2 @ pt.d_o) / (self.n * err2)
+            pt.loss = value, pt.chain(grad)
+        value, grad = pt.loss
+        return value, grad.copy()
 
     # ---------------------------------------------------------------- smooth surrogate
     def residuals(self, z: np.ndarray) -> np.ndarray:
         """Residuals whose sum of squares is MSLE(T_a) + MSLE(T_o) + the regularisers."""
-        x = self.to_x(z)
-        log_a, log_o, _, _ = self._model(x)
-        r, _ = self._regs(x)
-        e1 = (log_a - self.log_compute) / math.sqrt(max(self.n_ok, 1))
-        e2 = (log_o - self.log_step) / math.sqrt(self.n)
-        return np.concatenate([e1, e2, r])
+        pt = self._at(z)
+        e1 = (pt.log_a_ok - self.log_compute) / self.root_a
+        e2 = (pt.log_o - self.log_step) / self.root_o
+        return np.concatenate([e1, e2, pt.r])
 
     def jacobian(self, z: np.ndarray) -> np.ndarray:
-        x = self.to_x(z)
-        _, _, d_a, d_o = self._model(x)
-        _, d_r = self._regs(x)
-        d = np.vstack([d_a / math.sqrt(max(self.n_ok, 1)), d_o / math.sqrt(self.n), d_r])
-        return self._chain(z, d)
+        pt = self._at(z)
+        d = np.vstack([pt.d_a_ok / self.root_a, pt.d_o / self.root_o, pt.regs[1]])
+        return pt.chain(d)
+
+
+class _Point:
+    """:class:`_FitProblem`'s model at one point z: log T_a, log T_o and the
+    regularisers at once, their derivatives d/dx (rows × 7) when first asked for."""
+
+    def __init__(self, prob: _FitProblem, z: np.ndarray, key: bytes) -> None:
+        self.prob, self.z, self.key = prob, z, key
+        self.ez = np.exp(z)
+        self.x = x = prob.x0.copy()
+        x[prob.free_idx] = np.where(prob.is_log, self.ez, z)
+        alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma = x.tolist()
+        bsz = prob.bsz
+        self.t_a = t_a = alpha_c + beta_c * bsz
+        self.log_a = log_a = np.log(t_a)
+        link = prob.link  # each row's (α, β) of the all-reduce link (gp:232-257)
+        self.t_net = t_net = (
+            np.array((FIT_FLOOR, alpha_n, alpha_r))[link]
+            + np.array((FIT_FLOOR, beta_n, beta_r))[link] * prob.extra
+        )
+        self.log_net = log_net = np.log(t_net)
+        self.gamma = gamma
+        self.log_o = np.logaddexp(gamma * log_a, gamma * log_net) / gamma
+        self.log_a_ok = log_a if prob.all_ok else log_a[prob.ok]
+        sg, sr = math.sqrt(REG_GAMMA), math.sqrt(REG_RETRO)
+        xs = x[2:]  # numpy scalars, as _FitProblem._regs computes them
+        self.r = np.array([sg * (xs[4] - 1.0), sr * xs[1] / xs[0], sr * xs[3] / xs[2]])
+        self._d: tuple[np.ndarray, np.ndarray] | None = None
+        self.loss: tuple[float, np.ndarray] | None = None
+
+    @property
+    def regs(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.prob._regs(self.x)
+
+    def _derivatives(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._d is None:
+            prob, t_a, gamma = self.prob, self.t_a, self.gamma
+            log_a, log_net, log_o = self.log_a, self.log_net, self.log_o
+            n = prob.n
+            d_a = np.zeros((n, 7))
+            d_a[:, 0] = 1.0 / t_a
+            d_a[:, 1] = prob.bsz / t_a
+            w = np.exp(gamma * (log_a - log_o))  # d log T_o / d log T_a
+            w1 = 1.0 - w
+            v = w1 / self.t_net  # d log T_o / d T_net
+            d_o = np.zeros((n, 7))
+            d_o[:, :2] = w[:, None] * d_a[:, :2]
+            vm = v * prob.multi_f
+            vi = v * prob.intra_f
+            d_o[:, 2] = vm
+            d_o[:, 3] = vm * prob.extra
+            d_o[:, 4] = vi
+            d_o[:, 5] = vi * prob.extra
+            d_o[:, 6] = (w * log_a + w1 * log_net - log_o) / gamma
+            self._d = (d_a if prob.all_ok else d_a[prob.ok]), d_o
+        return self._d
+
+    @property
+    def d_a_ok(self) -> np.ndarray:
+        return self._derivatives()[0]
+
+    @property
+    def d_o(self) -> np.ndarray:
+        return self._derivatives()[1]
+
+    def chain(self, d_x: np.ndarray) -> np.ndarray:
+        """d/dz from d/dx (last axis 7): free columns, × x for the log-parametrised ones."""
+        xf = np.where(self.prob.is_log, self.ez, 1.0)
+        return d_x[..., self.prob.free_idx] * xf
 
 
 #: fit_observations results by their exact arguments: jobs of one application that ran the same
