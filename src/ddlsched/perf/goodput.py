@@ -87,6 +87,7 @@ SpeedupFunction memoises within a round, sp:27-67).
 from __future__ import annotations
 
 import math
+import struct
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -111,6 +112,9 @@ REG_GAMMA = 1e-3
 REG_RETRO = 1e-2
 #: Without a multi-node observation, α_n ≥ this × α_r and β_n ≥ this × β_r (gp:148-229).
 PRIOR_INTER = 1.1
+
+_PACK_PARAMS = struct.Struct("7d").pack
+_PACK_GRAD = struct.Struct("2d").pack
 
 
 def max_replicas(app: Application, profiled_max: int) -> int:
@@ -227,10 +231,17 @@ class JobGoodput:
     params: ThroughputParams | None = None
     grad: tuple[float, float] | None = None
     profile: dict[tuple[int, int, int], tuple[float, float]] = field(default_factory=dict)
+    # optimize's memos (module doc), valid while params and grad keep their exact values:
+    # results per (multi-node?, R, epoch), T_iter per (multi-node?, R), grad gains per R
     _memo: dict[tuple[bool, int, int], tuple[int, float]] = field(
         default_factory=dict, init=False, repr=False
     )
+    _times: dict[tuple[bool, int], np.ndarray] = field(default_factory=dict, init=False, repr=False)
+    _grad_gains: dict[int, np.ndarray] = field(default_factory=dict, init=False, repr=False)
     _memo_for: tuple[object, object] = field(default=(None, None), init=False, repr=False)
+    _memo_key: tuple[bytes | None, bytes | None] = field(
+        default=(None, None), init=False, repr=False
+    )
 
     # ---------------------------------------------------------------- observations
     def observe(
@@ -287,9 +298,37 @@ class JobGoodput:
         return max((c[1] for c in self.profile), default=0)
 
     # ---------------------------------------------------------------- goodput
-    def _gains(self, cand: _Candidates, epoch: int) -> np.ndarray:
+    def state_key(self) -> tuple[bytes | None, bytes | None]:
+        """The exact bytes of (params, grad): what the model's predictions depend on besides
+        the application (and the epoch, when ``grad`` is None). Equal keys, equal results.
+
+        Also brings optimize's memos up to date: the agent sets a new ``grad`` tuple on every
+        progress step and the fit may return new but equal parameters, so the memos are
+        compared by value (bytes, so that 0.0 and −0.0 differ) and kept when nothing changed.
+        """
+        params, grad = self.params, self.grad
+        if params is self._memo_for[0] and grad is self._memo_for[1]:
+            return self._memo_key
+        p_key = None if params is None else _PACK_PARAMS(*params.as_tuple())
+        g_key = None if grad is None else _PACK_GRAD(*grad)
+        old_p, old_g = self._memo_key
+        if p_key != old_p:
+            self._memo.clear()
+            self._times.clear()
+        if g_key != old_g:
+            self._memo.clear()
+            self._grad_gains.clear()
+        self._memo_for, self._memo_key = (params, grad), (p_key, g_key)
+        return self._memo_key
+
+    def _gains(self, cand: _Candidates, replicas: int, epoch: int) -> np.ndarray:
         if self.grad is not None:
-            return _grad_gain(self.grad, self.app.init_bsz, cand.batch)
+            g = self._grad_gains.get(replicas)
+            if g is None:
+                g = self._grad_gains[replicas] = _grad_gain(
+                    self.grad, self.app.init_bsz, cand.batch
+                )
+            return g
         g = cand.gain.get(epoch)
         if g is None:
             app = self.app
@@ -327,18 +366,22 @@ class JobGoodput:
         params = self.params
         if params is None:
             return max(self.app.init_bsz, self.app.min_local * replicas), 0.0
-        if self._memo_for[0] is not params or self._memo_for[1] is not self.grad:
-            self._memo.clear()
-            self._memo_for = (params, self.grad)
+        if params is not self._memo_for[0] or self.grad is not self._memo_for[1]:
+            self.state_key()
         # T_net depends on the nodes only through "more than one"; with observed statistics
         # the epoch does not matter
-        key = (num_nodes > 1, replicas, epoch if self.grad is None else -1)
+        multi = num_nodes > 1
+        key = (multi, replicas, epoch if self.grad is None else -1)
         hit = self._memo.get(key)
         if hit is not None:
             return hit
         cand = _candidates(self.app, replicas)
-        t = _iteration_times(params, num_nodes, replicas, cand.a, cand.k)
-        good = np.where(cand.valid, self._gains(cand, epoch) / t, 0.0)
+        t = self._times.get((multi, replicas))
+        if t is None:
+            t = self._times[multi, replicas] = _iteration_times(
+                params, num_nodes, replicas, cand.a, cand.k
+            )
+        good = np.where(cand.valid, self._gains(cand, replicas, epoch) / t, 0.0)
         i = int(np.argmax(good))
         hit = self._memo[key] = (int(cand.batch[i]), float(good[i]) * self.app.init_bsz)
         return hit

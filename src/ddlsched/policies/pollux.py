@@ -51,6 +51,7 @@ class Pollux:
     record: list[RoundProblem] | None = None
     _models: dict[int, JobGoodput] = field(default_factory=dict, init=False, repr=False)
     _restarts: dict[int, int] = field(default_factory=dict, init=False, repr=False)
+    _rows: dict[int, tuple] = field(default_factory=dict, init=False, repr=False)
 
     def attach(self, sim: Simulator) -> None:
         # the engine registers this policy as its jobs' agent (``observe``/``rebatch``:
@@ -133,6 +134,21 @@ class Pollux:
         app = self.ex.application(job)
         return min(max_replicas(app, self._model(job).max_profiled_replicas), total)
 
+    def _speedups(
+        self, job_id: int, m: JobGoodput, epoch: int, fair: int, limit: int, per: int
+    ) -> tuple[list[float], list[float]]:
+        """Job's speedups on one node (r = 1..min(per, limit)) and on several (r = 2..limit).
+        Kept per job and reused while the model's exact state and the arguments are the same
+        (most jobs' parameters and gradient statistics do not change between rounds)."""
+        key = (m.state_key(), epoch if m.grad is None else -1, fair, limit, per)
+        hit = self._rows.get(job_id)
+        if hit is not None and hit[0] == key:
+            return hit[1], hit[2]
+        s_row = [m.speedup(1, r, epoch, fair) for r in range(1, min(per, limit) + 1)]
+        m_row = [m.speedup(max(2, math.ceil(r / per)), r, epoch, fair) for r in range(2, limit + 1)]
+        self._rows[job_id] = (key, s_row, m_row)
+        return s_row, m_row
+
     def problem(self, sim: Simulator, jobs: list[JobState]) -> RoundProblem:
         """This round's allocation problem (pollux_search): speedup tables of every job on one
         and on several nodes up to its replica limit, current per-node GPUs, restart factors."""
@@ -147,10 +163,9 @@ class Pollux:
         restart = np.ones(len(jobs))
         for i, (j, limit) in enumerate(zip(jobs, limits, strict=True)):
             m, epoch = self._model(j), self.ex.epoch(j)
-            for r in range(1, min(per, limit) + 1):
-                single[i, r] = m.speedup(1, r, epoch, fair)
-            for r in range(2, limit + 1):
-                multi[i, r] = m.speedup(max(2, math.ceil(r / per)), r, epoch, fair)
+            s_row, m_row = self._speedups(j.job_id, m, epoch, fair, limit, per)
+            single[i, 1 : len(s_row) + 1] = s_row
+            multi[i, 2 : len(m_row) + 2] = m_row
             # a preempted job's ``gpus`` still names its last GPUs: count running jobs only
             for g in j.gpus if j.job_id in sim.running else ():
                 current[i, cl.gpu_server[g]] += 1
