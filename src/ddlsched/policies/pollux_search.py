@@ -192,8 +192,8 @@ def relaxation_optimum(problem: RoundProblem, opts: list[list[Option]]) -> list[
             cand = dp[: g_max + 1 - w, : d_max + 1 - d] + o.cost
             view = new[w:, d:]
             better = cand < view
-            view[better] = cand[better]
-            pick[w:, d:][better] = k
+            np.copyto(view, cand, where=better)
+            np.copyto(pick[w:, d:], k, where=better)
         dp = new
         picks.append(pick)
     g, d = np.unravel_index(int(np.argmin(dp)), dp.shape)
@@ -216,6 +216,17 @@ class _Board:
         self.free = problem.node_capacity.copy()
         self.multi_on = np.zeros(problem.num_nodes, dtype=bool)
         self.opt: list[Option | None] = [None] * problem.num_jobs
+        self._lists: tuple | None = None
+
+    def _state(self) -> tuple[list[int], list[bool], list[int], int]:
+        """(free GPUs, multi-node job?) per node as lists, the nodes open to a multi-node job
+        and their free GPUs in all; kept until the board changes (``row_for`` is called for
+        one option after another on an unchanged board)."""
+        if self._lists is None:
+            free, multi_on = self.free.tolist(), self.multi_on.tolist()
+            avail = [n for n, f in enumerate(free) if not multi_on[n] and f > 0]
+            self._lists = free, multi_on, avail, sum(free[n] for n in avail)
+        return self._lists
 
     def snapshot(self) -> tuple:
         return self.alloc.copy(), self.free.copy(), self.multi_on.copy(), list(self.opt)
@@ -228,6 +239,7 @@ class _Board:
             multi_on.copy(),
             list(opt),
         )
+        self._lists = None
 
     def cost(self) -> float:
         return sum(o.cost if o is not None else 1.0 / self.p.eps for o in self.opt)
@@ -239,6 +251,7 @@ class _Board:
             self.multi_on[row > 0] = False
         self.alloc[i] = 0
         self.opt[i] = None
+        self._lists = None
         return row
 
     def put(self, i: int, o: Option, row: np.ndarray) -> None:
@@ -247,6 +260,7 @@ class _Board:
         if np.count_nonzero(row) > 1:
             self.multi_on[row > 0] = True
         self.opt[i] = o
+        self._lists = None
 
     def rows_for(self, i: int, o: Option) -> list[np.ndarray]:
         """:meth:`row_for`, and for a one-node option every other node that fits and differs
@@ -270,45 +284,50 @@ class _Board:
         current GPUs; one node by best fit (ties: a node with a multi-node job, then the
         lowest index); several nodes among those without a multi-node job, most free first,
         the last piece best fit, never all on one node."""
-        row = np.zeros(self.p.num_nodes, dtype=np.int64)
         r = o.replicas
         if r == 0:
-            return row
-        free = self.free
+            return np.zeros(self.p.num_nodes, dtype=np.int64)
         if o.kind == KEEP:
             row = self.p.current[i]
-            if (row > free).any() or (o.nodes and self.multi_on[row > 0].any()):
+            if (row > self.free).any() or (o.nodes and self.multi_on[row > 0].any()):
                 return None
             return row.copy()
+        # plain Python on lists: a node count's worth of numpy calls costs more than the work
+        free, multi_on, avail, avail_free = self._state()
         if o.kind == SINGLE:
-            fits = np.flatnonzero(free >= r)
-            if len(fits) == 0:
+            best = None
+            for k, f in enumerate(free):
+                if f >= r:
+                    key = (f, not multi_on[k], k)
+                    if best is None or key < best:
+                        best = key
+            if best is None:
                 return None
-            n = int(min(fits, key=lambda k: (free[k], not self.multi_on[k], k)))
-            row[n] = r
+            row = np.zeros(self.p.num_nodes, dtype=np.int64)
+            row[best[2]] = r
             return row
-        avail = [int(n) for n in np.flatnonzero(~self.multi_on & (free > 0))]
-        if len(avail) < 2 or sum(int(free[n]) for n in avail) < r:
+        if len(avail) < 2 or avail_free < r:
             return None
+        out = [0] * len(free)
         left, used = r, 0
         while left > 0:
-            rest = [n for n in avail if row[n] == 0]
+            rest = [n for n in avail if out[n] == 0]
             if not rest:
                 return None
             fit = [n for n in rest if free[n] >= left]
             if fit and not used:  # one node would do: start on the smallest piece
                 n = min(rest, key=lambda k: (free[k], k))
-                take = min(int(free[n]), left - 1)
+                take = min(free[n], left - 1)
             elif fit:
                 n = min(fit, key=lambda k: (free[k], k))
                 take = left
             else:
                 n = max(rest, key=lambda k: (free[k], -k))
-                take = int(free[n])
-            row[n] = take
+                take = free[n]
+            out[n] = take
             left -= take
             used += 1
-        return row if used >= 2 else None
+        return np.array(out, dtype=np.int64) if used >= 2 else None
 
 
 def _place_order(choice: list[Option], multi_first: bool) -> list[int]:
