@@ -522,7 +522,7 @@ class _FitProblem:
         gradient in z (gp:148-229, ``_obj_fn``)."""
         pt = self._at(z)
         if pt.loss is None:
-            r, d_r = pt.regs
+            r, d_r = pt.r, pt.d_r
             value = float(r @ r)
             grad = 2.0 * (r @ d_r)
             if self.n_ok:
@@ -550,7 +550,7 @@ class _FitProblem:
 
     def jacobian(self, z: np.ndarray) -> np.ndarray:
         pt = self._at(z)
-        d = np.vstack([pt.d_a_ok / self.root_a, pt.d_o / self.root_o, pt.regs[1]])
+        d = np.vstack([pt.d_a_ok / self.root_a, pt.d_o / self.root_o, pt.d_r])
         return pt.chain(d)
 
 
@@ -576,15 +576,9 @@ class _Point:
         self.gamma = gamma
         self.log_o = np.logaddexp(gamma * log_a, gamma * log_net) / gamma
         self.log_a_ok = log_a if prob.all_ok else log_a[prob.ok]
-        sg, sr = math.sqrt(REG_GAMMA), math.sqrt(REG_RETRO)
-        xs = x[2:]  # numpy scalars, as _FitProblem._regs computes them
-        self.r = np.array([sg * (xs[4] - 1.0), sr * xs[1] / xs[0], sr * xs[3] / xs[2]])
+        self.r, self.d_r = prob._regs(x)
         self._d: tuple[np.ndarray, np.ndarray] | None = None
         self.loss: tuple[float, np.ndarray] | None = None
-
-    @property
-    def regs(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.prob._regs(self.x)
 
     def _derivatives(self) -> tuple[np.ndarray, np.ndarray]:
         if self._d is None:
