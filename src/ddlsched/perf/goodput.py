@@ -386,6 +386,45 @@ class JobGoodput:
         hit = self._memo[key] = (int(cand.batch[i]), float(good[i]) * self.app.init_bsz)
         return hit
 
+    def prefetch(self, shapes: Sequence[tuple[int, int]], epoch: int) -> None:
+        """Fill optimize's memo for many (num_nodes, replicas) ``shapes`` in one numpy pass
+        (a Pollux round asks every job for all its shapes). The arithmetic is elementwise and
+        the argmax per row, so each result is exactly the one optimize would compute alone."""
+        params = self.params
+        if params is None:
+            return
+        self.state_key()
+        ekey = epoch if self.grad is None else -1
+        todo: dict[tuple[bool, int, int], int] = {}
+        for num_nodes, replicas in shapes:
+            _check(num_nodes, replicas)
+            key = (num_nodes > 1, replicas, ekey)
+            if key not in self._memo and key not in todo:
+                todo[key] = num_nodes
+        if len(todo) < 2:
+            return
+        cands = [_candidates(self.app, key[1]) for key in todo]
+        times = []
+        for (multi, replicas, _), num_nodes, cand in zip(todo, todo.values(), cands, strict=True):
+            t = self._times.get((multi, replicas))
+            if t is None:
+                t = self._times[multi, replicas] = _iteration_times(
+                    params, num_nodes, replicas, cand.a, cand.k
+                )
+            times.append(t)
+        if self.grad is not None:
+            gains = _grad_gain(self.grad, self.app.init_bsz, np.stack([c.batch for c in cands]))
+        else:
+            gains = np.stack(
+                [self._gains(c, key[1], epoch) for c, key in zip(cands, todo, strict=True)]
+            )
+        good = np.where(np.stack([c.valid for c in cands]), gains / np.stack(times), 0.0)
+        best = np.argmax(good, axis=1).tolist()
+        init = self.app.init_bsz
+        for j, (key, cand) in enumerate(zip(todo, cands, strict=True)):
+            i = best[j]
+            self._memo[key] = (int(cand.batch[i]), float(good[j, i]) * init)
+
     def speedup(self, num_nodes: int, replicas: int, epoch: int, fair_replicas: int) -> float:
         """Best goodput on (num_nodes, replicas) ÷ best goodput at fair share: 1 node,
         ``fair_replicas`` = ⌈64/J⌉ replicas (§6; pol:243-256, sp:27-67). 0 for 0 replicas.

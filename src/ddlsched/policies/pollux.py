@@ -144,6 +144,12 @@ class Pollux:
         hit = self._rows.get(job_id)
         if hit is not None and hit[0] == key:
             return hit[1], hit[2]
+        m.prefetch(
+            [(1, fair)]
+            + [(1, r) for r in range(1, min(per, limit) + 1)]
+            + [(max(2, math.ceil(r / per)), r) for r in range(2, limit + 1)],
+            epoch,
+        )
         s_row = [m.speedup(1, r, epoch, fair) for r in range(1, min(per, limit) + 1)]
         m_row = [m.speedup(max(2, math.ceil(r / per)), r, epoch, fair) for r in range(2, limit + 1)]
         self._rows[job_id] = (key, s_row, m_row)
