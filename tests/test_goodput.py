@@ -402,3 +402,133 @@ def test_fit_observations_is_memoised_by_its_exact_arguments(monkeypatch):
     assert len(calls) == 2 and isinstance(other, type(first))
     gp.fit_observations([1], [1], [32], [0.1], [0.0])
     assert len(calls) == 3
+
+
+def _reference_evaluations(prob: _FitProblem, z: np.ndarray):
+    """The fit's residuals, Jacobian and loss at z, computed from scratch as the fit did before
+    it kept evaluations (no memo, np.where selections): the reference for bit-identity."""
+    x = prob.x0.copy()
+    x[prob.free] = np.where(prob.is_log, np.exp(z), z)
+    alpha_c, beta_c, alpha_n, beta_n, alpha_r, beta_r, gamma = x
+    multi, intra, extra, bsz = prob.multi, prob.intra, prob.extra, prob.bsz
+    t_a = alpha_c + beta_c * bsz
+    log_a = np.log(t_a)
+    t_net = (
+        np.where(multi, alpha_n, np.where(intra, alpha_r, FIT_FLOOR))
+        + np.where(multi, beta_n, np.where(intra, beta_r, FIT_FLOOR)) * extra
+    )
+    log_net = np.log(t_net)
+    log_o = np.logaddexp(gamma * log_a, gamma * log_net) / gamma
+    d_a = np.zeros((prob.n, 7))
+    d_a[:, 0] = 1.0 / t_a
+    d_a[:, 1] = bsz / t_a
+    w = np.exp(gamma * (log_a - log_o))
+    v = (1.0 - w) / t_net
+    d_o = np.zeros((prob.n, 7))
+    d_o[:, :2] = w[:, None] * d_a[:, :2]
+    d_o[:, 2] = v * multi
+    d_o[:, 3] = v * multi * extra
+    d_o[:, 4] = v * intra
+    d_o[:, 5] = v * intra * extra
+    d_o[:, 6] = (w * log_a + (1.0 - w) * log_net - log_o) / gamma
+    log_a, d_a = log_a[prob.ok], d_a[prob.ok]
+    r, d_r = prob._regs(x)
+    xf = np.where(prob.is_log, np.exp(z), 1.0)
+    e1 = (log_a - prob.log_compute) / math.sqrt(max(prob.n_ok, 1))
+    e2 = (log_o - prob.log_step) / math.sqrt(prob.n)
+    residuals = np.concatenate([e1, e2, r])
+    d = np.vstack([d_a / math.sqrt(max(prob.n_ok, 1)), d_o / math.sqrt(prob.n), d_r])
+    jacobian = d[:, prob.free] * xf
+    value, grad = float(r @ r), 2.0 * (r @ d_r)
+    if prob.n_ok:
+        e1 = log_a - prob.log_compute
+        err1 = math.sqrt(float(e1 @ e1) / prob.n_ok)
+        value += err1
+        if err1 > 0:
+            grad += (e1 @ d_a) / (prob.n_ok * err1)
+    e2 = log_o - prob.log_step
+    err2 = math.sqrt(float(e2 @ e2) / prob.n)
+    value += err2
+    if err2 > 0:
+        grad += (e2 @ d_o) / (prob.n * err2)
+    return residuals, jacobian, value, grad[prob.free] * xf
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        # all links, all parameters free
+        ([1, 1, 2, 4, 1], [1, 4, 8, 16, 2], [8, 32, 16, 64, 8], [0.2, 0.6, 0.9, 1.5, 0.25],
+         [0.0, 0.2, 0.6, 0.8, 0.05]),
+        # one node, one micro-batch size (α_c fixed), a row without compute time
+        ([1, 1, 1], [1, 2, 4], [16, 16, 16], [0.3, 0.5, 0.6], [0.0, 0.2, 0.6]),
+    ],
+)  # fmt: skip
+def test_fit_evaluations_kept_per_point_equal_fresh_ones(rows):
+    """The fit keeps the model at the last point: residuals, Jacobian and loss, asked in any
+    order at points that repeat and alternate, are bit-identical to fresh evaluations, and
+    changing a returned array does not change what a later call returns."""
+    prob = _FitProblem(*rows)
+    rng = np.random.default_rng(1)
+    zs = [prob.to_z(np.r_[rng.uniform(1e-3, 0.3, 6), rng.uniform(1.0, 5)]) for _ in range(3)]
+    zs[2] = zs[1].copy()
+    zs[2][-1] = np.nextafter(zs[2][-1], np.inf)  # differs from zs[1] in the last bit only
+    for k in [0, 0, 1, 0, 2, 1, 2, 2]:
+        z = zs[k].copy()
+        res, jac, value, grad = _reference_evaluations(prob, z)
+        for what in rng.permutation(3):
+            if what == 0:
+                got = prob.residuals(z)
+                assert got.tobytes() == res.tobytes()
+            elif what == 1:
+                got = prob.jacobian(z)
+                assert got.tobytes() == jac.tobytes()
+            else:
+                v, got = prob.loss(z)
+                assert v == value and got.tobytes() == grad.tobytes()
+            got[...] = np.nan  # the caller owns what it gets
+    fresh = _FitProblem(*rows)
+    for k in (0, 1, 2):
+        assert prob.loss(zs[k])[1].tobytes() == fresh.loss(zs[k])[1].tobytes()
+
+
+def test_optimize_memo_follows_the_values_of_params_and_grad():
+    """optimize's memo survives a new but equal grad tuple or parameters object (the agent
+    sets one every step) and is dropped by any change of value, a sign of zero included."""
+    j = job(ThroughputParams(*PARAMS.as_tuple()))
+    j.grad = (1.0, 4.0)
+    first = j.optimize(2, 8, 0)
+    j.grad = (float("1.0"), 4.0 + 0.0)  # equal values, new tuple
+    j.params = ThroughputParams(*PARAMS.as_tuple())  # equal values, new object
+    assert j.optimize(2, 8, 0) is first
+    key = j.state_key()
+    j.grad = (-0.0, 4.0)
+    assert j.state_key() != key
+    for grad, params in [
+        ((1.0, 2.0), PARAMS),
+        ((1.0, 2.0), ThroughputParams(0.05, 0.02, 0.3, 0.02, 0.1, 0.005, 2.0)),
+        ((3.0, 0.5), ThroughputParams(0.05, 0.02, 0.3, 0.02, 0.1, 0.005, 2.0)),
+        (None, PARAMS),
+    ]:
+        j.grad, j.params = grad, params
+        fresh = job(params)
+        fresh.grad = grad
+        for nodes, replicas in SHAPES:
+            for epoch in (0, 1):
+                assert j.optimize(nodes, replicas, epoch) == fresh.optimize(nodes, replicas, epoch)
+
+
+@pytest.mark.parametrize("grad", [None, (1.0, 4.0), (2.0, 0.0)])
+def test_prefetch_equals_one_optimize_per_shape(grad):
+    shapes = SHAPES + [(2, 3), (1, 4), (3, 12)]  # repeats too
+    for epoch in (0, 1):
+        j, fresh = job(), job()
+        j.grad = fresh.grad = grad
+        j.optimize(1, 2, epoch)  # one already memoised
+        j.prefetch(shapes, epoch)
+        for nodes, replicas in shapes:
+            got, want = j.optimize(nodes, replicas, epoch), fresh.optimize(nodes, replicas, epoch)
+            assert got == want and type(got[0]) is int and type(got[1]) is float
+    unprofiled = job(None)
+    unprofiled.prefetch(shapes, 0)  # nothing to do
+    assert unprofiled.optimize(2, 8, 0) == (64, 0.0)

@@ -200,3 +200,27 @@ def test_an_empty_round_allocates_nothing():
         restart=np.zeros(0),
     )
     assert search(p).shape == (0, 2)
+
+
+def test_board_rows_follow_every_change_of_the_board():
+    """row_for keeps the board's free GPUs as lists until the board changes: put, remove and
+    restore must each be seen by the next row_for."""
+    from ddlsched.policies.pollux_search import KEEP, MULTI, SINGLE, Option, _Board
+
+    p = toy(current=np.array([[2, 0], [0, 0]]))
+    board = _Board(p)
+    two, three = Option(SINGLE, 2, 0, 1.0), Option(MULTI, 3, 2, 1.0)
+    assert board.row_for(1, two).tolist() == [2, 0]  # best fit, lowest index
+    assert board.row_for(1, three).tolist() == [2, 1]
+    saved = board.snapshot()
+    board.put(0, Option(KEEP, 2, 0, 1.0), board.row_for(0, Option(KEEP, 2, 0, 1.0)))
+    assert board.row_for(1, two).tolist() == [0, 2]
+    assert board.row_for(1, three) is None
+    assert board.row_for(0, Option(KEEP, 2, 0, 1.0)) is None
+    board.remove(0)
+    assert board.row_for(1, two).tolist() == [2, 0]
+    board.put(1, three, np.array([1, 2]))
+    assert board.row_for(0, Option(SINGLE, 1, 0, 1.0)).tolist() == [1, 0]
+    assert board.row_for(0, Option(MULTI, 2, 2, 1.0)) is None  # both nodes hold a multi job
+    board.restore(saved)
+    assert board.row_for(1, three).tolist() == [2, 1]
