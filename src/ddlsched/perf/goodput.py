@@ -549,10 +549,13 @@ class _FitProblem:
         _, _, alpha_n, beta_n, alpha_r, beta_r, gamma = x
         sg, sr = math.sqrt(REG_GAMMA), math.sqrt(REG_RETRO)
         r = np.array([sg * (gamma - 1.0), sr * beta_n / alpha_n, sr * beta_r / alpha_r])
-        d = np.zeros((3, 7))
-        d[0, 6] = sg
-        d[1, 2], d[1, 3] = -sr * beta_n / alpha_n**2, sr / alpha_n
-        d[2, 4], d[2, 5] = -sr * beta_r / alpha_r**2, sr / alpha_r
+        d = np.array(
+            [
+                [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, sg],
+                [0.0, 0.0, -sr * beta_n / alpha_n**2, sr / alpha_n, 0.0, 0.0, 0.0],
+                [0.0, 0.0, 0.0, 0.0, -sr * beta_r / alpha_r**2, sr / alpha_r, 0.0],
+            ]
+        )
         return r, d
 
     # ---------------------------------------------------------------- the artifact's loss
@@ -618,6 +621,7 @@ class _Point:
         self.r, self.d_r = prob._regs(x)
         self._d: tuple[np.ndarray, np.ndarray] | None = None
         self.loss: tuple[float, np.ndarray] | None = None
+        self._xf: np.ndarray | None = None
 
     def _derivatives(self) -> tuple[np.ndarray, np.ndarray]:
         if self._d is None:
@@ -652,8 +656,9 @@ class _Point:
 
     def chain(self, d_x: np.ndarray) -> np.ndarray:
         """d/dz from d/dx (last axis 7): free columns, × x for the log-parametrised ones."""
-        xf = np.where(self.prob.is_log, self.ez, 1.0)
-        return d_x[..., self.prob.free_idx] * xf
+        if self._xf is None:
+            self._xf = np.where(self.prob.is_log, self.ez, 1.0)
+        return d_x[..., self.prob.free_idx] * self._xf
 
 
 #: fit_observations results by their exact arguments: jobs of one application that ran the same
