@@ -182,19 +182,23 @@ def relaxation_optimum(problem: RoundProblem, opts: list[list[Option]]) -> list[
     dp = np.full((g_max + 1, d_max + 1), np.inf)
     dp[0, 0] = 0.0
     picks = []
+    reach_g = reach_d = 0  # dp is ∞ beyond these: only the box [0, reach] can improve
     for job_opts in opts:
         new = np.full_like(dp, np.inf)
         pick = np.full(dp.shape, -1, dtype=np.int16)
+        top_g = top_d = 0
         for k, o in enumerate(job_opts):
             w, d = o.replicas, o.nodes
             if w > g_max or d > d_max:
                 continue
-            cand = dp[: g_max + 1 - w, : d_max + 1 - d] + o.cost
-            view = new[w:, d:]
+            rows, cols = min(reach_g, g_max - w) + 1, min(reach_d, d_max - d) + 1
+            top_g, top_d = max(top_g, w + rows - 1), max(top_d, d + cols - 1)
+            cand = dp[:rows, :cols] + o.cost
+            view = new[w : w + rows, d : d + cols]
             better = cand < view
             np.copyto(view, cand, where=better)
-            np.copyto(pick[w:, d:], k, where=better)
-        dp = new
+            np.copyto(pick[w : w + rows, d : d + cols], k, where=better)
+        dp, reach_g, reach_d = new, top_g, top_d
         picks.append(pick)
     g, d = np.unravel_index(int(np.argmin(dp)), dp.shape)
     chosen = [0] * len(opts)
@@ -378,9 +382,12 @@ def _greedy_board(problem: RoundProblem, opts: list[list[Option]], choice: list[
 def _place_best(board: _Board, i: int, job_opts: list[Option], below: float = math.inf) -> bool:
     """Place job i (not on the board) with its cheapest option that fits and costs less than
     ``below``; False if there is none."""
+    _, _, avail, avail_free = board._state()
     for o in sorted(job_opts, key=lambda o: o.cost):
         if o.cost >= below:
             return False
+        if o.kind == MULTI and (len(avail) < 2 or avail_free < o.replicas):
+            continue  # row_for's first check, without the call
         row = board.row_for(i, o)
         if row is not None:
             board.put(i, o, row)
