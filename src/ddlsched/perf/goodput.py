@@ -81,7 +81,11 @@ configured by the uncapped rule, scored, the first best kept. The candidates dep
 application and R and are built once per (application, R); their efficiency once per (R, epoch);
 a call evaluates the throughput model on 50 values with numpy, and its result is memoised per
 (multi-node?, R, epoch) until the parameters or gradient statistics change (as the artifact's
-SpeedupFunction memoises within a round, sp:27-67).
+SpeedupFunction memoises within a round, sp:27-67). "Change" is of value, compared by exact
+bytes (the agent sets a new but often equal ``grad`` every step); T_iter is kept per
+(parameters, multi-node?, R) and the gains per (``grad``, R), so a change of one reuses the
+other; :meth:`JobGoodput.prefetch` fills the memo for many shapes in one numpy pass. None of
+this changes a result by a bit.
 """
 
 from __future__ import annotations
