@@ -1,6 +1,7 @@
 """Paper experiments (``ddlsched reproduce``)."""
 
 from .luo24 import LUO24_EXPERIMENTS
+from .luo24_claim import CLAIM_EXPERIMENTS
 from .runner import Experiment, Row, run_experiment
 from .wang20 import WANG20_EXPERIMENTS
 from .yu22 import YU22_EXPERIMENTS
@@ -13,6 +14,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         *YU22_EXPERIMENTS,
         *YU22_OPTGAP_EXPERIMENTS,
         *LUO24_EXPERIMENTS,
+        *CLAIM_EXPERIMENTS,
     ]
 }
 

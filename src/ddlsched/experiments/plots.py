@@ -79,7 +79,13 @@ def line_chart(
 
 
 def series_chart(
-    exp, table: list[dict], out: Path, metric: str, xlabel: str, xticks: list[str]
+    exp,
+    table: list[dict],
+    out: Path,
+    metric: str,
+    xlabel: str,
+    xticks: list[str],
+    suffix: str = "",
 ) -> Path:
     """``metric`` against the variants (e.g. cluster sizes), one line per row, with CI bands."""
     variants = list(dict.fromkeys(t["variant"] for t in table))
@@ -98,7 +104,7 @@ def series_chart(
     labels = xticks if len(xticks) == len(variants) else variants
     ax.set_xticks(xs, labels)
     ax.set_xlabel(xlabel)
-    return _save(fig, ax, exp, metric, out)
+    return _save(fig, ax, exp, metric, out, suffix)
 
 
 def _save(fig, ax, exp, metric: str, out: Path, suffix: str = "") -> Path:

@@ -57,7 +57,11 @@ class Experiment:
     #: variants that run only when named with ``--variant`` (e.g. luo24's ``paper-workload``:
     #: extra studies that leave the experiment's default table as it was)
     optional_variants: frozenset[str] = frozenset()
-    plot: Callable[[Experiment, list[dict], Path], Path | None] | None = None
+    #: variant → the rows it applies to (default: every row), e.g. a ξ variant only for the
+    #: policies that share GPUs (a setting that has no effect on a run is an error)
+    variant_rows: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    #: the figure(s): a path, several paths (one figure per knob), or None
+    plot: Callable[[Experiment, list[dict], Path], Path | list[Path] | None] | None = None
     default_seeds: int = 5
     notes: str = ""
     #: experiments that are not rows × seeds of ``simulate_named`` (e.g. ``yu22-optgap``)
@@ -71,6 +75,14 @@ class Experiment:
     #: fall back to built-in data when a data directory is absent; returns (cluster, workload,
     #: settings, note)
     resolve: Callable[[], tuple[str, str, Mapping[str, object], str]] | None = None
+    #: a closing section computed from the table (e.g. luo24-claim's verdict), appended to
+    #: ``table.md`` and to what ``reproduce`` prints
+    verdict: Callable[[Experiment, list[dict]], str] | None = None
+
+    def rows_of(self, variant: str) -> list[Row]:
+        """The rows that ``variant`` runs (``variant_rows``)."""
+        only = self.variant_rows.get(variant)
+        return [r for r in self.rows if only is None or r.name in only]
 
     def default_variants(self) -> list[str]:
         """The variants a run without ``--variant`` computes: all but the optional ones."""
@@ -218,7 +230,7 @@ def _compute(
         base_cluster, base_workload, base_settings, note = exp.resolve()
     tasks: list[tuple[str, Row, Task]] = []
     for v in chosen:
-        for row in exp.rows:
+        for row in exp.rows_of(v):
             settings = {**base_settings, **exp.variants[v], **row.settings}
             cluster = str(settings.pop("cluster", base_cluster))
             workload = str(settings.pop("workload", base_workload))
@@ -241,7 +253,7 @@ def _compute(
     results = map_in_processes(run_task, [t for _, _, t in tasks], workers, progress)
     table: list[dict] = []
     for v in chosen:
-        for row in exp.rows:
+        for row in exp.rows_of(v):
             sums = [
                 r
                 for (tv, trow, _), r in zip(tasks, results, strict=True)
@@ -330,6 +342,8 @@ def format_markdown(exp: Experiment, table: list[dict]) -> str:
             lines.append(f"| {row.name} | " + " | ".join(cells) + " |")
         seeds = table[0]["seeds"] if table else 0
         lines += ["", f"Mean over {seeds} seeds; in brackets the {CI_NOTE}.", ""]
+    if exp.verdict is not None and table:
+        lines += [exp.verdict(exp, table), ""]
     return "\n".join(lines)
 
 
@@ -380,6 +394,8 @@ def write_table(exp: Experiment, table: list[dict], out: Path) -> list[Path]:
     written = [out / "table.csv", out / "table.md"]
     if exp.plot is not None:
         p = exp.plot(exp, table, out)
-        if p is not None:
+        if isinstance(p, list):
+            written.extend(p)
+        elif p is not None:
             written.append(p)
     return written
