@@ -53,7 +53,12 @@ def test_generator_knobs_as_settings_reach_the_generator() -> None:
     from ddlsched.workloads.luo24 import generate_pollux_workload
 
     s = Settings.from_mapping(
-        {"large_share": "0.5", "gpu_weights": "1:1,8:1", "duration_scale": "0.5", "jobs_per_hour": "20"}
+        {
+            "large_share": "0.5",
+            "gpu_weights": "1:1,8:1",
+            "duration_scale": "0.5",
+            "jobs_per_hour": "20",
+        }
     )
     _, jobs = load_named("luo24", "luo24-60", seed=3, settings=s)
     assert jobs == generate_pollux_workload(

@@ -432,7 +432,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     print("formats:    " + ", ".join(TRACE_FORMATS) + "  (--workload-format NAME)")
     print("clusters:   " + ", ".join(CLUSTER_PRESETS) + ", yu22-N (first N servers of yu22)")
     print(
-        "workloads:  " + ", ".join(WORKLOAD_PRESETS)
+        "workloads:  "
+        + ", ".join(WORKLOAD_PRESETS)
         + ", luo24-N (N jobs), luo24-paper[-N] (Luo et al.'s stated mix, 240 or N jobs)"
     )
     print("experiments:")

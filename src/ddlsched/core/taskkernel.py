@@ -33,8 +33,21 @@ GATE_NONE, GATE_SRSF, GATE_ADADUAL = 0, 1, 2
 S_EMPTY, S_PYTHON, S_FINISHED, S_INSTANT, S_GROW = 0, 1, 2, 3, 4
 # scalar ints (``si``): clock, sequence counter, counters, list lengths, parameters
 (
-    I_NOW, I_SEQ, I_COUNT, I_HEAP, I_NFIN, I_NDIRTY, I_NAFF, I_NPEND, I_EPOCH, I_STARTS,
-    I_SHORTCUTS, I_GATE, I_GATE_N, I_MARGIN, I_RANGE,
+    I_NOW,
+    I_SEQ,
+    I_COUNT,
+    I_HEAP,
+    I_NFIN,
+    I_NDIRTY,
+    I_NAFF,
+    I_NPEND,
+    I_EPOCH,
+    I_STARTS,
+    I_SHORTCUTS,
+    I_GATE,
+    I_GATE_N,
+    I_MARGIN,
+    I_RANGE,
 ) = range(15)
 I_EV = 16  # si[I_EV : I_EV + 7]: the event being processed (no array allocated per event)
 #: times from here on (2**23 s) are beyond the grid this kernel emulates exactly
@@ -51,18 +64,51 @@ RUN_INT = (
     "csvc_last iters_left pend_flag seen"
 ).split()
 (
-    R_JID, R_G, R_CROSS, R_NSERV, R_NGPU, R_TASKS_LEFT, R_LAST_SCALE, R_IPT, R_SCALE, R_TFS,
-    R_TBS, R_TF_FULL, R_TB_FULL, R_TF_LAST, R_TB_LAST, R_SVC, R_PENDING, R_GANG, R_GANG_START,
-    R_GANG_END, R_VER, R_COMM, R_COMM_VER, R_NFUSED, R_CSVC, R_CSVC_FULL, R_CSVC_LAST,
-    R_ITERS_LEFT, R_PEND_FLAG, R_SEEN,
+    R_JID,
+    R_G,
+    R_CROSS,
+    R_NSERV,
+    R_NGPU,
+    R_TASKS_LEFT,
+    R_LAST_SCALE,
+    R_IPT,
+    R_SCALE,
+    R_TFS,
+    R_TBS,
+    R_TF_FULL,
+    R_TB_FULL,
+    R_TF_LAST,
+    R_TB_LAST,
+    R_SVC,
+    R_PENDING,
+    R_GANG,
+    R_GANG_START,
+    R_GANG_END,
+    R_VER,
+    R_COMM,
+    R_COMM_VER,
+    R_NFUSED,
+    R_CSVC,
+    R_CSVC_FULL,
+    R_CSVC_LAST,
+    R_ITERS_LEFT,
+    R_PEND_FLAG,
+    R_SEEN,
 ) = range(len(RUN_INT))
 #: per-run float fields (columns of ``rf``)
 RUN_FLOAT = (
     "size comm_min comm_min_full comm_min_last comm_lb lat_left bytes_left per_byte comm_last"
 ).split()
 (
-    R_SIZE, R_COMM_MIN, R_COMM_MIN_FULL, R_COMM_MIN_LAST, R_COMM_LB, R_LAT_LEFT, R_BYTES_LEFT,
-    R_PER_BYTE, R_COMM_LAST,
+    R_SIZE,
+    R_COMM_MIN,
+    R_COMM_MIN_FULL,
+    R_COMM_MIN_LAST,
+    R_COMM_LB,
+    R_LAT_LEFT,
+    R_BYTES_LEFT,
+    R_PER_BYTE,
+    R_COMM_LAST,
 ) = range(len(RUN_FLOAT))
 # per worker of a run (``rw[slot, worker]``): its GPU, state, forward end of a fused task
 W_GPU, W_STATE, W_FUSED = range(3)
@@ -78,9 +124,7 @@ L_COMM, L_WAIT_END, L_WAIT_START = range(3)
 Q_FIN, Q_PEND, Q_DIRTY, Q_AFF, Q_SORT = range(5)  # Q_SORT: scratch for a sorted copy
 
 #: the kernel's arrays: few, so that compiling the functions that take them stays quick
-State = namedtuple(
-    "State", "ri rf rw rs gi gres sv slist lists heap gheap per_byte_k si sf"
-)
+State = namedtuple("State", "ri rf rw rs gi gres sv slist lists heap gheap per_byte_k si sf")
 
 
 def new_state(
@@ -268,7 +312,9 @@ def _heap_drop_first(h, n: int) -> None:
         c = 2 * i + 1
         if c >= n:
             break
-        if c + 1 < n and (h[c + 1, 0] < h[c, 0] or (h[c + 1, 0] == h[c, 0] and h[c + 1, 1] < h[c, 1])):
+        if c + 1 < n and (
+            h[c + 1, 0] < h[c, 0] or (h[c + 1, 0] == h[c, 0] and h[c + 1, 1] < h[c, 1])
+        ):
             c += 1
         if t < h[c, 0] or (t == h[c, 0] and s < h[c, 1]):
             break
@@ -357,7 +403,11 @@ def _compute_left(st, r: int) -> int:
     if st.ri[r, R_TASKS_LEFT] <= 0:
         return 0
     full = st.ri[r, R_TASKS_LEFT] - 1
-    return full * (st.ri[r, R_TF_FULL] + st.ri[r, R_TB_FULL]) + st.ri[r, R_TF_LAST] + st.ri[r, R_TB_LAST]
+    return (
+        full * (st.ri[r, R_TF_FULL] + st.ri[r, R_TB_FULL])
+        + st.ri[r, R_TF_LAST]
+        + st.ri[r, R_TB_LAST]
+    )
 
 
 @inner_typed(I8(ST, I8, I8, nt.boolean))
@@ -430,7 +480,9 @@ def _can_fuse(st, g: int, r: int, f_end: int) -> bool:
             continue
         if st.rw[q, st.gres[g, k, 1], W_STATE] != WAIT or not st.ri[q, R_CROSS]:
             return False
-        earliest = st.rf[q, R_COMM_LB] if st.ri[q, R_COMM] == C_RUNNING else nowf + st.rf[q, R_COMM_MIN]
+        earliest = (
+            st.rf[q, R_COMM_LB] if st.ri[q, R_COMM] == C_RUNNING else nowf + st.rf[q, R_COMM_MIN]
+        )
         if earliest - fendf <= 1e-9:
             return False
     return True
@@ -556,7 +608,9 @@ def _gang_done(st, r: int, ver: int) -> None:
             st.rw[r, j, W_STATE] = B_READY
             st.gi[st.rw[r, j, W_GPU], G_READY] += 1
         return
-    st.ri[r, R_SVC] -= st.ri[r, R_G] * (st.ri[r, R_TBS] if kind == K_GANG_B else st.ri[r, R_TFS] + st.ri[r, R_TBS])
+    st.ri[r, R_SVC] -= st.ri[r, R_G] * (
+        st.ri[r, R_TBS] if kind == K_GANG_B else st.ri[r, R_TFS] + st.ri[r, R_TBS]
+    )
     for j in range(st.ri[r, R_NGPU]):
         st.rw[r, j, W_STATE] = WAIT
     st.ri[r, R_PENDING] = 0
@@ -604,7 +658,9 @@ def _split(st, r: int, i: int, g: int) -> None:
             st.ri[r, R_SVC] -= G * st.ri[r, R_TFS]  # this iteration's forward is done
             st.ri[r, R_GANG] = K_GANG_B
             st.ri[r, R_GANG_END] = qround(_sec(f_end) + st.ri[r, R_TBS] * 1e-9)
-    elif st.ri[r, R_GANG] == K_GANG_FB and now <= qround(_sec(st.ri[r, R_GANG_START]) + st.ri[r, R_TFS] * 1e-9):
+    elif st.ri[r, R_GANG] == K_GANG_FB and now <= qround(
+        _sec(st.ri[r, R_GANG_START]) + st.ri[r, R_TFS] * 1e-9
+    ):
         st.ri[r, R_GANG] = K_GANG_F
         st.ri[r, R_GANG_END] = qround(_sec(st.ri[r, R_GANG_START]) + st.ri[r, R_TFS] * 1e-9)
     else:
@@ -799,7 +855,8 @@ def _run_gates(st) -> None:
                         w = st.slist[s, k, L_WAIT_START]
                         st.rs[w, _server_pos(st, w, s), P_WAIT_START] = 0
                         if st.ri[w, R_SEEN] != epoch and (
-                            st.ri[w, R_SVC] > svc or (st.ri[w, R_SVC] == svc and st.ri[w, R_JID] > jid)
+                            st.ri[w, R_SVC] > svc
+                            or (st.ri[w, R_SVC] == svc and st.ri[w, R_JID] > jid)
                         ):
                             n = _gheap_push(st, n, st.ri[w, R_SVC], st.ri[w, R_JID], w)
                         else:

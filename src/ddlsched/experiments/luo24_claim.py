@@ -103,11 +103,7 @@ def _plots(exp: Experiment, table: list[dict], out: Path) -> list[Path]:
 
 def _mean(table: list[dict], variant: str, row: str, metric: str = "avg_jct") -> dict | None:
     return next(
-        (
-            t
-            for t in table
-            if t["variant"] == variant and t["row"] == row and t["metric"] == metric
-        ),
+        (t for t in table if t["variant"] == variant and t["row"] == row and t["metric"] == metric),
         None,
     )
 
