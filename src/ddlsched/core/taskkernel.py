@@ -338,13 +338,21 @@ def _pop(st) -> None:
 
 
 # --------------------------------------------------------------------- small helpers
+@inner_typed(nt.void(ST, nt.int64[:, ::1], I8, I8, I8, I8))
+def _add_once(st, flags, i: int, col: int, q: int, count: int) -> None:
+    """Append ``i`` to the engine list ``lists[q]`` (length ``si[count]``) unless its flag
+    ``flags[i, col]`` says it is there already: the dirty GPUs, affected servers and runs
+    waiting for their gate."""
+    if not flags[i, col]:
+        flags[i, col] = 1
+        n = st.si[count]
+        st.lists[q, n] = i
+        st.si[count] = n + 1
+
+
 @inner
 def _mark_dirty(st, g: int) -> None:
-    if not st.gi[g, G_DIRTY_FLAG]:
-        st.gi[g, G_DIRTY_FLAG] = 1
-        n = st.si[I_NDIRTY]
-        st.lists[Q_DIRTY, n] = g
-        st.si[I_NDIRTY] = n + 1
+    _add_once(st, st.gi, g, G_DIRTY_FLAG, Q_DIRTY, I_NDIRTY)
 
 
 @inner
@@ -356,21 +364,12 @@ def _mark_run_gpus_dirty(st, r: int) -> None:
 @inner
 def _mark_affected(st, r: int) -> None:
     for j in range(st.ri[r, R_NSERV]):
-        s = st.rs[r, j, P_SERVER]
-        if not st.sv[s, S_AFF_FLAG]:
-            st.sv[s, S_AFF_FLAG] = 1
-            n = st.si[I_NAFF]
-            st.lists[Q_AFF, n] = s
-            st.si[I_NAFF] = n + 1
+        _add_once(st, st.sv, st.rs[r, j, P_SERVER], S_AFF_FLAG, Q_AFF, I_NAFF)
 
 
 @inner
 def _add_pending(st, r: int) -> None:
-    if not st.ri[r, R_PEND_FLAG]:
-        st.ri[r, R_PEND_FLAG] = 1
-        n = st.si[I_NPEND]
-        st.lists[Q_PEND, n] = r
-        st.si[I_NPEND] = n + 1
+    _add_once(st, st.ri, r, R_PEND_FLAG, Q_PEND, I_NPEND)
 
 
 @inner
