@@ -30,12 +30,12 @@ def time_run(policy: str, ipt: int, seed: int, compiled: bool) -> tuple[float, i
 
 
 def load_kernel() -> float:
-    """Seconds to make the compiled loop ready (cache load, or a compile on a fresh checkout):
-    one tiny run, so that the table's first exact run does not include it."""
+    """Seconds to make the compiled loop ready (cache load, or a compile on a fresh checkout),
+    so that the table's first exact run does not include it."""
+    from ddlsched.core.compiledtask import warm_up
+
     t0 = time.perf_counter()
-    cluster = load_cluster("tiny")
-    jobs = load_workload("wang20", seed=0)[:2]
-    build_simulator(cluster, jobs, "ada-srsf", settings=Settings(iterations_per_task=1000)).run()
+    warm_up()
     return time.perf_counter() - t0
 
 

@@ -35,6 +35,25 @@ def compiled_available() -> bool:
 EXACT_UNTIL = float(2**23)
 
 
+def warm_up() -> None:
+    """Compile (or load from numba's cache) every entry point of the kernel now, with the
+    argument types the executor passes, so that nothing compiles in the middle of a run."""
+    from numba import types as nt
+
+    from . import taskkernel as K
+
+    i8, arr = nt.int64, nt.int64[::1]
+    for fn, sig in (
+        (K.start, (K.ST, i8, nt.float64)),
+        (K.settle, (K.ST,)),
+        (K.run, (K.ST, i8, nt.boolean)),
+        (K.events_at, (K.ST, i8, i8)),
+        (K.services, (K.ST, arr, arr)),
+        (K.set_scale, (K.ST, i8)),
+    ):
+        fn.compile(sig)
+
+
 def fits(jobs: Sequence[JobSpec], model: LinearContention) -> bool:
     """Whether every time of the run surely stays below ``EXACT_UNTIL``.
 
