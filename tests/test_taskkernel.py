@@ -122,6 +122,8 @@ def test_ctrl_c_stops_the_compiled_loop() -> None:
             os.kill(os.getpid(), signal.SIGINT)
 
     interrupted = False
+    # Python's own handler, whatever was inherited (a background job starts with SIGINT ignored)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     nagger = threading.Thread(target=nag, daemon=True)
     t0 = time.perf_counter()
     nagger.start()
@@ -134,7 +136,7 @@ def test_ctrl_c_stops_the_compiled_loop() -> None:
         done.set()
         nagger.join()
         time.sleep(0.05)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, previous)
     assert interrupted
     assert time.perf_counter() - t0 < 5.0
     assert sim.finished < len(sim.jobs)  # the simulated run was cut short
