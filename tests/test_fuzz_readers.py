@@ -1126,6 +1126,17 @@ def test_parquet_byte_edits(data: st.DataObject) -> None:
     _read("trace-generic-parquet", "t.parquet", bytes(raw), lambda p: read_trace(p), check_jobs)
 
 
+def test_parquet_column_name_not_utf8_is_one_line() -> None:
+    """A byte flip that the fuzzing above found in CI (2026-11-25): a column name in the file's
+    schema that is not UTF-8 made pyarrow raise UnicodeDecodeError from ``column_names``."""
+    raw = _parquet_base()
+    assert raw.count(b"queue") >= 1
+    path = FILES.write("badname.parquet", raw.replace(b"queue", b"q\xf2eue"))
+    with pytest.raises(InputError, match="cannot read Parquet file") as e:
+        read_trace(path)
+    assert "\n" not in str(e.value)
+
+
 _ARROW_KINDS = ("int", "float", "str", "bool", "null", "bytes", "list", "time", "big")
 
 

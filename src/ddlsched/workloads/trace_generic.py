@@ -115,7 +115,11 @@ def _read_parquet(path: Path) -> list[JobSpec]:
     def file_err(message: str, field: str | None) -> InputError:
         return InputError(message, source=source, field=field)
 
-    _check_header(list(table.column_names), file_err)
+    try:  # a corrupt schema may hold a column name that is not UTF-8
+        names = list(table.column_names)
+    except UnicodeDecodeError as e:
+        raise InputError(f"cannot read Parquet file: {_one_line(e)}", source=source) from None
+    _check_header(names, file_err)
     try:  # a corrupt file may decode only here (a string column that is not UTF-8)
         columns = table.to_pydict()
     except Exception as e:
