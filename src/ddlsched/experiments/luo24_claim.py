@@ -10,7 +10,6 @@ policy is best and whether SJF-BSBF's lead or loss is outside the 95 % intervals
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from .luo24 import METRICS, TABLE3_PAPER, UNITS, pollux_data
@@ -101,7 +100,8 @@ def _plots(exp: Experiment, table: list[dict], out: Path) -> list[Path]:
     return paths
 
 
-def _mean(table: list[dict], variant: str, row: str, metric: str = "avg_jct") -> dict | None:
+def _cell(table: list[dict], variant: str, row: str, metric: str = "avg_jct") -> dict | None:
+    """The table line of (variant, row, metric), None if that row did not run there."""
     return next(
         (t for t in table if t["variant"] == variant and t["row"] == row and t["metric"] == metric),
         None,
@@ -114,7 +114,7 @@ def verdict_rows(table: list[dict]) -> list[dict]:
     table = with_base(table)
     rows = []
     for v in dict.fromkeys(t["variant"] for t in table):
-        cells = {name: _mean(table, v, name) for name, _ in CLAIM_POLICIES}
+        cells = {name: _cell(table, v, name) for name, _ in CLAIM_POLICIES}
         cells = {k: c for k, c in cells.items() if c is not None}
         if "SJF-BSBF" not in cells:
             continue
@@ -167,8 +167,6 @@ def verdict(exp: Experiment, table: list[dict]) -> str:
         + (", ".join(lowest) if lowest else "no setting")
         + ".",
     ]
-    if any(math.isnan(r["bsbf"]) for r in rows):  # pragma: no cover - summaries are finite
-        lines.append("(some settings produced no finished jobs)")
     return "\n".join(lines)
 
 

@@ -124,7 +124,6 @@ def _read_parquet(path: Path) -> list[JobSpec]:
         columns = table.to_pydict()
     except Exception as e:
         raise InputError(f"cannot read Parquet file: {_one_line(e)}", source=source) from None
-    names = list(columns)
     jobs: list[JobSpec] = []
     cache: dict[tuple[Any, ...], ModelProfile] = {}
     for i in range(table.num_rows):
