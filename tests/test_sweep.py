@@ -193,6 +193,25 @@ def test_map_keeps_input_order_and_reports_each_result() -> None:
     assert sorted(seen) == list(enumerate(items))
 
 
+def _log_and_return(item: tuple[str, int]) -> int:
+    """Append the item to its log file (O_APPEND: one whole line per write), return it."""
+    path, x = item
+    with open(path, "a") as f:
+        f.write(f"{x}\n")
+    return x
+
+
+def test_map_hands_out_the_costliest_items_first_and_keeps_input_order(tmp_path) -> None:
+    log = str(tmp_path / "started")
+    items = [(log, x) for x in [1, 2, 3, 50, 4, 5, 60, 6]]
+    out = map_in_processes(_log_and_return, items, 2, None, cost=lambda it: it[1])
+    assert out == [x for _, x in items]  # results in input order whatever the hand-out order
+    started = [int(line) for line in open(log).read().split()]
+    assert sorted(started) == sorted(out)
+    # two workers take the first two items handed out: the two costliest
+    assert set(started[:2]) == {50, 60}, started
+
+
 def test_local_processes_and_ray_give_identical_files(tmp_path, sweep_file) -> None:
     ray = pytest.importorskip("ray")
     local, remote = tmp_path / "local", tmp_path / "ray"

@@ -25,10 +25,12 @@ def _indexed(fn, pair):
     return i, fn(item)
 
 
-def map_in_processes(fn, items, workers, progress, on_result=None):
+def map_in_processes(fn, items, workers, progress, on_result=None, cost=None):
     """``[fn(x) for x in items]`` on ``workers`` processes (default: all cores), in input
     order; ``on_result(i, r)`` sees each result as soon as it arrives (e.g. to save it, so an
-    interrupted sweep keeps what finished)."""
+    interrupted sweep keeps what finished). ``cost(x)``, an estimate of an item's run time,
+    hands the items out longest first (a shorter tail when a few items dominate); the
+    results are the same and in input order either way."""
     n = workers if workers is not None else (os.cpu_count() or 1)
     done = 0
     results = [None] * len(items)
@@ -44,7 +46,10 @@ def map_in_processes(fn, items, workers, progress, on_result=None):
     pool = multiprocessing.Pool(processes=min(n, len(items)), initializer=_worker_init)
     try:
         # results are placed by index: the returned list does not depend on the worker count
-        for i, r in pool.imap_unordered(functools.partial(_indexed, fn), enumerate(items)):
+        order = list(enumerate(items))
+        if cost is not None:
+            order.sort(key=lambda pair: -cost(pair[1]))  # stable: ties keep input order
+        for i, r in pool.imap_unordered(functools.partial(_indexed, fn), order):
             results[i] = r
             if on_result:
                 on_result(i, r)

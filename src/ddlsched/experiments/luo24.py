@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from .plots import bar_chart, series_chart
-from .runner import Experiment, Row
+from .runner import Experiment, Row, Task
 
 HOURS = 1 / 3600
 METRICS = ["avg_jct", "avg_jct_large", "avg_jct_small", "avg_queueing"]
@@ -64,6 +64,25 @@ def _resolver(folder: str):
     return resolve
 
 
+#: Pollux's cost per job relative to the other policies' (its rounds fit every job's model)
+POLLUX_COST = 30.0
+
+
+def task_cost(task: Task) -> float:
+    """A run's rough cost, for handing out the longest runs first (``Experiment.task_cost``):
+    jobs in the workload (its folder, or the ``-N`` of a generated preset) × POLLUX_COST for
+    Pollux."""
+    jobs = 240.0
+    for folder, n in FOLDER_JOBS.items():
+        if f"/{folder}/" in task.workload:
+            jobs = float(n)
+    tail = task.workload.rsplit("-", 1)[-1]
+    if task.workload.startswith("luo24") and tail.isdigit():
+        jobs = float(tail)
+    jobs *= 1.0 + float(dict(task.settings).get("jobs_per_hour", 0.0) or 0.0) / 300.0
+    return jobs * (POLLUX_COST if task.policy == "pollux" else 1.0)
+
+
 def _p(all_: float, large: float, small: float, queue: float) -> dict[str, float]:
     return {"avg_jct": all_, "avg_jct_large": large, "avg_jct_small": small, "avg_queueing": queue}
 
@@ -106,6 +125,7 @@ TABLE3 = Experiment(
     resolve=_resolver("workloads-1.5"),
     plot=lambda e, t, o: bar_chart(e, t, o, "avg_jct"),
     default_seeds=8,
+    task_cost=task_cost,
     variants={"default": {}, "paper-workload": {"workload": "luo24-paper-240"}},
     optional_variants=frozenset({"paper-workload"}),
 )
@@ -121,6 +141,7 @@ TABLE4 = Experiment(
     resolve=_resolver("workloads-3.0-generated"),
     plot=lambda e, t, o: bar_chart(e, t, o, "avg_jct"),
     default_seeds=8,
+    task_cost=task_cost,
     variants={"default": {}, "paper-workload": {"workload": "luo24-paper-480"}},
     optional_variants=frozenset({"paper-workload"}),
 )
@@ -157,6 +178,7 @@ FIG6A = Experiment(
     variants=_load_variants(),
     plot=lambda e, t, o: series_chart(e, t, o, "avg_jct", "jobs", list(LOADS)),
     default_seeds=8,
+    task_cost=task_cost,
 )
 
 XIS = [1.0, 1.25, 1.5, 1.75, 2.0]
@@ -174,6 +196,7 @@ FIG6B = Experiment(
     variants={f"ξ={x:g}": {"interference": x} for x in XIS},
     plot=lambda e, t, o: series_chart(e, t, o, "avg_jct", "ξ", [f"{x:g}" for x in XIS]),
     default_seeds=8,
+    task_cost=task_cost,
 )
 
 
@@ -250,6 +273,7 @@ POLLUX_ARTIFACT = Experiment(
     resolve=_artifact_data,
     plot=lambda e, t, o: bar_chart(e, t, o, "avg_jct"),
     default_seeds=8,
+    task_cost=task_cost,
 )
 
 LUO24_EXPERIMENTS = [TABLE2, TABLE3, TABLE4, FIG6A, FIG6B, POLLUX_ARTIFACT]

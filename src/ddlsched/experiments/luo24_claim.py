@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .luo24 import METRICS, TABLE3_PAPER, UNITS, pollux_data
+from .luo24 import METRICS, TABLE3_PAPER, UNITS, pollux_data, task_cost
 from .plots import series_chart
 from .runner import Experiment, Row
 
@@ -185,6 +185,7 @@ CLAIM = Experiment(
     plot=_plots,
     verdict=verdict,
     default_seeds=3,
+    task_cost=task_cost,
 )
 
 CLAIM_EXPERIMENTS = [CLAIM]

@@ -78,6 +78,9 @@ class Experiment:
     #: a closing section computed from the table (e.g. luo24-claim's verdict), appended to
     #: ``table.md`` and to what ``reproduce`` prints
     verdict: Callable[[Experiment, list[dict]], str] | None = None
+    #: an estimate of one task's run time (any unit): tasks are handed to the workers
+    #: longest first, so a few long runs do not form the tail; the table does not change
+    task_cost: Callable[[Task], float] | None = None
 
     def rows_of(self, variant: str) -> list[Row]:
         """The rows that ``variant`` runs (``variant_rows``)."""
@@ -250,7 +253,9 @@ def _compute(
                         ),
                     )
                 )
-    results = map_in_processes(run_task, [t for _, _, t in tasks], workers, progress)
+    results = map_in_processes(
+        run_task, [t for _, _, t in tasks], workers, progress, cost=exp.task_cost
+    )
     table: list[dict] = []
     for v in chosen:
         for row in exp.rows_of(v):
