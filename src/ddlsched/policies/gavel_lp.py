@@ -35,9 +35,9 @@ How each LP is solved: ``scipy.optimize.linprog(method="highs-ds")`` (HiGHS dual
 serial, deterministic algorithm, so equal inputs give bit-identical X). Max-min and
 min-makespan are LPs after the usual epigraph variable; finish-time fairness is a
 quasi-convex problem, solved by a Dinkelbach-type sequence of max-min LPs (or, as a check, by
-bisection on rho with LP feasibility checks; see :func:`finish_time_fairness_perf`). Returned X are cleaned up like
-Gavel's (``x.value.clip(0, 1)``) and additionally rescaled so that solver round-off (~1e-9)
-never leaves a row sum above 1 or a type above its count.
+bisection on rho with LP feasibility checks; see :func:`finish_time_fairness_perf`). Returned
+X are cleaned up like Gavel's (``x.value.clip(0, 1)``) and additionally rescaled so that solver
+round-off never leaves a row sum above 1 or a type above its count.
 
 Where Gavel's paper and its code differ (this module follows the code):
 
@@ -45,12 +45,13 @@ Where Gavel's paper and its code differ (this module follows the code):
    an equal 1/N share of the cluster. ``MaxMinFairnessPolicyWithPerf`` instead divides by
    ``ProportionalPolicy.get_throughputs`` (proportional.py): X_prop[j, t] =
    counts[t] / sum(counts), which depends neither on N nor on the scale factor, and then
-   multiplies the objective by ``scale[j]`` (and divides by the priority weight). Because the
-   1/N share of :func:`isolated_throughput` is counts[t] / (N * scale[j]) when that row sums to
-   at most 1, the code's objective is the paper's times the constant N / sum(counts) whenever
-   N * scale[j] >= sum(counts) for every job (a loaded cluster), so both have the same optimal
-   X there; on an under-loaded cluster (a job's 1/N share would exceed a whole job-time) they
-   differ. :func:`proportional_throughput` is the code's normaliser.
+   multiplies the objective by ``scale[j]`` (and divides by the priority weight). Taking the
+   1/N share as Gavel's ``IsolatedPolicy`` computes it (:func:`isolated_throughput`:
+   counts[t] / (N * scale[j]) while that row sums to at most 1), the paper's per-job terms are
+   the code's times the common constant N / sum(counts) whenever N * scale[j] >= sum(counts)
+   for every job (a loaded cluster), so both have the same optimal X there; on an under-loaded
+   cluster (a job's 1/N share would exceed a whole job-time) they differ.
+   :func:`proportional_throughput` is the code's normaliser, and is what is used here.
 2. The heterogeneity-agnostic max-min (``MaxMinFairnessPolicy``) sets every throughput to 1.0
    (including on types where the job's real throughput is 0) and calls the perf version. With
    T = 1 the proportional throughput is 1, so it maximises min_j scale[j] * sum_t X[j, t] /
@@ -68,7 +69,8 @@ Where Gavel's paper and its code differ (this module follows the code):
 5. Min-total-duration: the code does not solve the min-makespan problem exactly; it bisects on
    the makespan M in seconds over [100, 1e6] (extending the bracket x10 while nothing is
    feasible) and stops once max/min < 1.05, returning a feasible X for the last feasible M. So
-   its makespan is within 5% of the optimum, and never searched below ~105 s.
+   its makespan is within 5% of the optimum, except that an optimum below 100 s comes back as
+   any allocation with makespan <= ~105 s (M is never searched lower).
    :func:`min_total_duration_perf` reproduces that search (``method="bisection"``, default) and
    also offers the exact LP (``method="exact"``: maximise theta = 1/M subject to
    throughput_j >= steps_remaining_j * theta).
@@ -78,9 +80,9 @@ Where Gavel's paper and its code differ (this module follows the code):
    Here ``refine=True`` (default) adds a deterministic second LP: among allocations within a
    relative 1e-9 of the optimal value, maximise the sum over jobs of the normalised
    throughputs (max-min: the same per-job terms as the objective; finish-time fairness:
-   throughput_j / isolated throughput_j; makespan: throughput_j / steps_remaining_j), so spare
-   capacity is not left idle. ``refine=False`` returns the first LP's vertex. The optimal
-   *value* is the same either way.
+   throughput_j / the throughput job j needs to meet the optimal rho; makespan: throughput_j /
+   steps_remaining_j), so spare capacity is not left idle. ``refine=False`` returns the first
+   LP's vertex. The optimal *value* is the same either way (up to that 1e-9).
 7. Also a deviation, harmless for every objective here: X[j, t] is fixed to 0 where the
    throughput the LP sees is 0 (time there cannot raise any job's throughput).
 
