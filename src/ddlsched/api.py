@@ -294,9 +294,10 @@ def load_named(
     from .core.cluster_io import load_cluster
     from .workloads.io import validate_fits
     from .workloads.presets import load_workload
-    from .workloads.traces import check_simulable
+    from .workloads.traces import check_simulable, options_for_cluster
 
     cl = load_cluster(cluster, seed)
+    trace = options_for_cluster(trace, cl.name)
     philly = (settings.philly if settings else "") or None
     knobs = settings.generator_knobs() if settings else None
     jobs = load_workload(workload, seed, philly, trace, knobs=knobs)

@@ -477,6 +477,7 @@ def _load_context(cfg: dict, ctx: _Context, res: RunCheck) -> None:
     from .config import config_from_record
     from .core.cluster_io import load_cluster
     from .workloads.presets import load_workload
+    from .workloads.traces import options_for_cluster
 
     try:
         rc = config_from_record(cfg, source="config.json")
@@ -496,7 +497,7 @@ def _load_context(cfg: dict, ctx: _Context, res: RunCheck) -> None:
             rc.workload,  # type: ignore[arg-type]
             rc.seed,
             rc.settings.philly or None,
-            rc.trace_options(),
+            options_for_cluster(rc.trace_options(), ctx.cluster.name if ctx.cluster else ""),
             knobs=rc.settings.generator_knobs(),
         )
         ctx.specs = {s.job_id: s for s in specs}

@@ -430,7 +430,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     print("models:     " + ", ".join(model_names()) + "  (--set model=NAME)")
     print("formats:    " + ", ".join(TRACE_FORMATS) + "  (--workload-format NAME)")
-    print("clusters:   " + ", ".join(CLUSTER_PRESETS) + ", yu22-N (first N servers of yu22)")
+    print(
+        "clusters:   "
+        + ", ".join(CLUSTER_PRESETS)
+        + ", yu22-N (first N servers of yu22), gavel-V:P:K (Gavel's V100:P100:K80 clusters)"
+    )
     print(
         "workloads:  "
         + ", ".join(WORKLOAD_PRESETS)

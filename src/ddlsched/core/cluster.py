@@ -11,13 +11,17 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Server:
-    """One server: ``num_gpus`` identical GPUs behind one network link to a non-blocking switch."""
+    """One server: ``num_gpus`` identical GPUs behind one network link to a non-blocking switch.
+
+    ``speed`` is its GPU type's speed factor (a cluster file's ``[gpu_types]``): a job without
+    its own per-type table runs ``speed`` times as fast here as on a type of speed 1."""
 
     num_gpus: int
     gpu_memory_mb: float = 16384.0
     intra_bandwidth_gbps: float = 100.0
     network_bandwidth_gbps: float = 10.0
     gpu_type: str = "V100"
+    speed: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -26,6 +30,11 @@ class Cluster:
 
     servers: tuple[Server, ...]
     name: str = "custom"
+    #: whether GPU types are declared (a cluster file's ``[gpu_types]``, a ``gavel-*`` preset):
+    #: then a trace job's own per-type table, else its duration ÷ the type's speed, sets its
+    #: time on each type. Undeclared (the default unless some server's speed is not 1), every
+    #: type runs a trace job at its ``duration``, as before GPU types had speeds
+    typed: bool | None = None
     # derived lookup tables, filled in __post_init__
     gpu_server: tuple[int, ...] = field(init=False, repr=False, compare=False)
     gpu_local: tuple[int, ...] = field(init=False, repr=False, compare=False)
@@ -45,6 +54,8 @@ class Cluster:
         object.__setattr__(self, "gpu_server", tuple(gs))
         object.__setattr__(self, "gpu_local", tuple(gl))
         object.__setattr__(self, "server_first_gpu", tuple(first))
+        if self.typed is None:
+            object.__setattr__(self, "typed", any(s.speed != 1.0 for s in self.servers))
 
     @classmethod
     def homogeneous(
@@ -72,6 +83,25 @@ class Cluster:
 
     def gpu_memory(self, gpu: int) -> float:
         return self.servers[self.gpu_server[gpu]].gpu_memory_mb
+
+    def gpu_type(self, gpu: int) -> str:
+        return self.servers[self.gpu_server[gpu]].gpu_type
+
+    def gpu_speed(self, gpu: int) -> float:
+        return self.servers[self.gpu_server[gpu]].speed
+
+    @property
+    def gpu_types(self) -> dict[str, int]:
+        """GPU type → number of GPUs of that type, in cluster order."""
+        out: dict[str, int] = {}
+        for srv in self.servers:
+            out[srv.gpu_type] = out.get(srv.gpu_type, 0) + srv.num_gpus
+        return out
+
+    @property
+    def heterogeneous(self) -> bool:
+        """Whether GPUs differ in speed (more than one speed factor)."""
+        return len({srv.speed for srv in self.servers}) > 1
 
     def gpu_label(self, gpu: int) -> str:
         return f"{self.gpu_server[gpu]}:{self.gpu_local[gpu]}"

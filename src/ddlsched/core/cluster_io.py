@@ -112,9 +112,36 @@ CLUSTER_PRESETS: dict[str, Callable[[int], Cluster]] = {
 }
 #: ``yu22-N``: the yu22 draw cut to its first N servers
 SIZED_PRESET = re.compile(r"^yu22-([0-9]+)$")
+#: ``gavel-V:P:K``: Gavel's simulated clusters (V V100, P P100 and K K80 GPUs)
+GAVEL_PRESET = re.compile(r"^gavel-([0-9]{1,7}):([0-9]{1,7}):([0-9]{1,7})$")
+#: Gavel's GPU types: (name as in its throughputs file, speed factor, GPU memory in MB). The
+#: speed factors are for jobs without a per-type table (a Gavel trace has one): the geometric
+#: mean over Gavel's 26 job configurations on 1 GPU of the type's throughput ÷ the V100's
+#: (``simulation_throughputs.json``: P100 0.943, K80 0.297). Memory: V100 and P100 16 GB,
+#: K80 12 GB per GPU (the cloud instances Gavel measured on)
+GAVEL_TYPES = (("v100", 1.0, 16384.0), ("p100", 0.943, 16384.0), ("k80", 0.297, 12288.0))
 
-SERVER_FIELDS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Server))
-_TOP_KEYS = ("name", "defaults", "servers")
+
+def gavel_cluster(v100: int, p100: int, k80: int) -> Cluster:
+    """Gavel's simulated cluster ``v100:p100:k80``, laid out as its simulator does by default
+    (``--num_gpus_per_server 1:1:1``: one GPU per server), V100 servers first."""
+    servers = [
+        Server(num_gpus=1, gpu_memory_mb=mem, gpu_type=name, speed=speed)
+        for (name, speed, mem), count in zip(GAVEL_TYPES, (v100, p100, k80), strict=True)
+        for _ in range(count)
+    ]
+    if not servers:
+        raise InputError("gavel-V:P:K needs at least one GPU", field="cluster")
+    return Cluster(servers=tuple(servers), name=f"gavel-{v100}:{p100}:{k80}", typed=True)
+
+
+#: a server's keys in a cluster file (its speed comes from its type's ``[gpu_types]`` entry)
+SERVER_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in dataclasses.fields(Server) if f.name != "speed"
+)
+_TOP_KEYS = ("name", "gpu_types", "defaults", "servers")
+#: keys of one ``[gpu_types.NAME]`` entry
+_TYPE_KEYS = ("speed", "gpu_memory_mb")
 _ENTRY_KEYS = SERVER_FIELDS + ("count",)
 _POSITIVE_NUMBERS = ("gpu_memory_mb", "intra_bandwidth_gbps", "network_bandwidth_gbps")
 #: Guard against typos such as ``count = 1000000000`` that would exhaust memory.
@@ -174,6 +201,9 @@ def _toml_line(text: str, path: Path_) -> int | None:
     # section of the table the path lives in: (header name, occurrence index)
     if len(path) >= 2 and path[0] == "servers" and isinstance(path[1], int):
         section: tuple[str | None, int] = ("servers", path[1])
+        key = path[2] if len(path) > 2 and isinstance(path[2], str) else None
+    elif len(path) >= 2 and path[0] == "gpu_types" and isinstance(path[1], str):
+        section = (f"gpu_types.{path[1]}", 0)
         key = path[2] if len(path) > 2 and isinstance(path[2], str) else None
     elif len(path) >= 2 and path[0] == "defaults":
         section = ("defaults", 0)
@@ -313,6 +343,71 @@ def _server_fields(table: Any, path: Path_, ctx: _Ctx, allowed: tuple[str, ...])
     return out
 
 
+def _gpu_types(table: Any, ctx: _Ctx) -> dict[str, dict[str, float]]:
+    """``[gpu_types.NAME]`` entries: ``speed`` (required, > 0: how fast a job without its
+    own per-type table runs on this type, relative to speed 1) and ``gpu_memory_mb``."""
+    path: Path_ = ("gpu_types",)
+    if not isinstance(table, dict) or not table:
+        raise ctx.error(
+            f"expected a table of GPU types (e.g. [gpu_types.V100] speed = 1.0), "
+            f"got {_type_name(table)}",
+            path,
+        )
+    out: dict[str, dict[str, float]] = {}
+    for name, entry in table.items():
+        p = path + (name,)
+        if not isinstance(name, str) or not name.strip():
+            raise ctx.error(_not_a_name(name, ("a GPU type name",)), path)
+        if not isinstance(entry, dict):
+            raise ctx.error(f"expected a table with 'speed', got {_type_name(entry)}", p)
+        for key in entry:
+            if key not in _TYPE_KEYS:
+                raise ctx.error(
+                    f"unknown key {quote(str(key))}{suggest(str(key), _TYPE_KEYS)}; "
+                    f"valid keys: {', '.join(_TYPE_KEYS)}",
+                    p + (str(key),),
+                )
+        if "speed" not in entry:
+            raise ctx.error(
+                f"GPU type {quote(name)} has no speed: add speed = <factor> (1.0: the "
+                "reference type)",
+                p + ("speed",),
+            )
+        typed: dict[str, float] = {}
+        for key in _TYPE_KEYS:
+            if key in entry:
+                x = _number(entry[key], p + (key,), ctx)
+                if x <= 0:
+                    raise ctx.error(f"{key} must be > 0, got {entry[key]}", p + (key,))
+                typed[key] = x
+        out[name.strip()] = typed
+    return out
+
+
+def _typed(
+    fields: dict[str, Any],
+    types: dict[str, dict[str, float]],
+    path: Path_,
+    ctx: _Ctx,
+    type_from_defaults: bool,
+) -> dict[str, Any]:
+    """A server's fields completed from its declared type: its speed, and its GPU memory
+    unless the server (or ``[defaults]``) gives one."""
+    name = fields.get("gpu_type", Server.gpu_type)
+    entry = types.get(name)
+    if entry is None:
+        where = ("defaults", "gpu_type") if type_from_defaults else path + ("gpu_type",)
+        raise ctx.error(
+            f"unknown GPU type {quote(name)}{suggest(name, tuple(types))}; declared in "
+            f"[gpu_types]: {', '.join(types)}",
+            where,
+        )
+    out = {**fields, "gpu_type": name, "speed": entry["speed"]}
+    if "gpu_memory_mb" in entry and "gpu_memory_mb" not in fields:
+        out["gpu_memory_mb"] = entry["gpu_memory_mb"]
+    return out
+
+
 def _build_cluster(data: Any, ctx: _Ctx, default_name: str) -> Cluster:
     if not isinstance(data, dict):
         raise ctx.error(f"expected a table with 'servers', got {_type_name(data)}", ())
@@ -328,6 +423,7 @@ def _build_cluster(data: Any, ctx: _Ctx, default_name: str) -> Cluster:
     name = data.get("name", default_name)
     if not isinstance(name, str) or not name.strip():
         raise ctx.error(f"expected a non-empty string, got {_type_name(name)}", ("name",))
+    types = _gpu_types(data["gpu_types"], ctx) if "gpu_types" in data else None
     defaults = _server_fields(data.get("defaults", {}), ("defaults",), ctx, SERVER_FIELDS)
 
     if "servers" not in data:
@@ -352,12 +448,16 @@ def _build_cluster(data: Any, ctx: _Ctx, default_name: str) -> Cluster:
         count = fields.pop("count", 1)
         if "num_gpus" not in fields:
             raise ctx.error("missing 'num_gpus' (here or in [defaults])", path + ("num_gpus",))
+        if types is not None:
+            fields = _typed(
+                fields, types, path, ctx, "gpu_type" not in entry and "gpu_type" in defaults
+            )
         srv = Server(**fields)
         total_gpus += count * srv.num_gpus
         if total_gpus > MAX_GPUS:
             raise ctx.error(f"cluster has more than {MAX_GPUS} GPUs", path + ("count",))
         servers.extend([srv] * count)
-    return Cluster(servers=tuple(servers), name=name.strip())
+    return Cluster(servers=tuple(servers), name=name.strip(), typed=types is not None)
 
 
 def _parse(text: str, source: str, fmt: str) -> Any:
@@ -394,11 +494,12 @@ def read_cluster(path: str | Path) -> Cluster:
 def is_cluster_preset(spec: str) -> bool:
     """Whether ``spec`` names a cluster preset (``yu22-N`` included) rather than a file."""
     name = spec.strip().lower()
-    return name in CLUSTER_PRESETS or bool(SIZED_PRESET.match(name))
+    return name in CLUSTER_PRESETS or bool(SIZED_PRESET.match(name) or GAVEL_PRESET.match(name))
 
 
 def load_cluster(spec: str, seed: int = 0) -> Cluster:
-    """A preset by name (``wang20``, ``tiny``, ``yu22``, ``yu22-N``; case-insensitive; seeded
+    """A preset by name (``wang20``, ``tiny``, ``yu22``, ``yu22-N``, ``gavel-V:P:K``;
+    case-insensitive; seeded
     presets use ``seed``) or a cluster file path.
 
     Preset names win over a file of the same name; write ``./wang20`` to force the file.
@@ -414,9 +515,15 @@ def load_cluster(spec: str, seed: int = 0) -> Cluster:
         if not 1 <= n <= 1000:
             raise InputError("yu22-N needs 1 ≤ N ≤ 1000 servers", field="cluster")
         return yu22_cluster(seed, n)
+    gavel = GAVEL_PRESET.match(name)
+    if gavel:
+        counts = [int(x) for x in gavel.groups()]
+        if sum(counts) > MAX_GPUS:
+            raise InputError(f"gavel-V:P:K: more than {MAX_GPUS} GPUs", field="cluster")
+        return gavel_cluster(*counts)
     if path_exists(spec):
         return read_cluster(spec)
-    presets = ", ".join(CLUSTER_PRESETS)
+    presets = ", ".join([*CLUSTER_PRESETS, "yu22-N", "gavel-V:P:K"])
     hint = suggest(spec.strip().lower(), tuple(CLUSTER_PRESETS))
     raise InputError(
         f"unknown cluster {quote(spec)}{hint}: not a preset ({presets}) and no such file",

@@ -1,9 +1,13 @@
 """Job-level execution of trace jobs with a measured duration (Philly, Gavel, Tiresias traces).
 
-A job needs ``spec.duration`` seconds of wall time on its ``num_gpus`` dedicated GPUs, whatever
-GPUs it gets (the trace has no performance model). Preemption keeps the work done; every restart
-first costs the engine's ``restart_delay`` seconds without progress (GPUs held). One finish
-event per run: O(log n) per start, stop and completion.
+A job needs ``spec.duration`` seconds of wall time on its ``num_gpus`` dedicated GPUs (the trace
+has no performance model). On a cluster whose GPU types differ, a placement takes the job's time
+on the slowest type among its GPUs (synchronous data parallelism: every step waits for the
+slowest worker; ``JobSpec.duration_on``): the work left is kept in seconds of ``duration`` and
+runs at ``pace`` = that time ÷ ``duration`` (1 on a single-type cluster, so its arithmetic is
+unchanged). Preemption keeps the work done; every restart first costs the engine's
+``restart_delay`` seconds without progress (GPUs held). One finish event per run: O(log n) per
+start, stop and completion.
 """
 
 from __future__ import annotations
@@ -18,10 +22,11 @@ if TYPE_CHECKING:  # pragma: no cover
 class _Run:
     """One job's work state (kept across preemptions)."""
 
-    __slots__ = ("left", "since", "work_from", "ver", "running")
+    __slots__ = ("left", "since", "work_from", "ver", "running", "pace")
 
     def __init__(self, duration: float) -> None:
-        self.left = duration  # seconds of work still to do, as of ``work_from``
+        self.left = duration  # seconds of work (of ``duration``) still to do, as of ``work_from``
+        self.pace = 1.0  # wall seconds per second of work on the current placement
         self.since = 0.0  # when it got its current GPUs
         self.work_from = 0.0  # when its current run starts making progress (after the delay)
         self.ver = 0
@@ -41,6 +46,11 @@ class DurationExecutor:
         self.busy = 0.0
         #: busy seconds per GPU of the runs that ended (see ``gpu_busy``)
         self.gpu_busy_done = [0.0] * sim.cluster.num_gpus
+        cl = sim.cluster
+        #: per GPU: (type, speed); undeclared types: every job runs at its ``duration``
+        self._types = [(cl.gpu_type(g), cl.gpu_speed(g)) for g in range(cl.num_gpus)]
+        self._typed = bool(cl.typed)
+        self._one_type = len(cl.gpu_types) == 1
 
     # ------------------------------------------------------------------ Executor protocol
     def start(self, job: JobState, delay: float) -> None:
@@ -50,7 +60,8 @@ class DurationExecutor:
         r.work_from = now + delay
         r.running = True
         r.ver += 1
-        self.sim.at(r.work_from + r.left, self._done, job, r.ver)
+        r.pace = self.pace(job, job.gpus)
+        self.sim.at(r.work_from + r.left * r.pace, self._done, job, r.ver)
 
     def stop(self, job: JobState) -> None:
         r = self.runs[job.job_id]
@@ -89,9 +100,43 @@ class DurationExecutor:
             now - self.runs[j.job_id].since for j in self.sim.residents[gpu]
         )
 
+    def time_on(self, job: JobState, gpus: tuple[int, ...] | list[int]) -> float:
+        """Seconds ``job`` needs alone on ``gpus`` (its pace there × its duration)."""
+        return self.pace(job, gpus) * job.spec.duration
+
+    def pace(self, job: JobState, gpus: tuple[int, ...] | list[int]) -> float:
+        """Wall seconds per second of ``duration`` on ``gpus``: the slowest GPU type's time ÷
+        the duration (``Cluster.typed``; else 1.0: every type runs the job at its duration)."""
+        spec = job.spec
+        if not self._typed:
+            return 1.0
+        worst = 0.0
+        for g in gpus:
+            gpu_type, speed = self._types[g]
+            t = spec.duration_on(gpu_type, speed)
+            if t is None:
+                if not self._one_type:
+                    raise ValueError(
+                        f"job {job.job_id} has no duration for GPU type {gpu_type!r} (its "
+                        "per-type table lacks it)"
+                    )
+                t = spec.duration / speed
+            if t > worst:
+                worst = t
+        if worst == spec.duration:
+            return 1.0
+        if not worst < float("inf"):
+            raise ValueError(
+                f"job {job.job_id} cannot run on the GPU types of GPUs {list(gpus)} (no "
+                "throughput there)"
+            )
+        return worst / spec.duration
+
     # ------------------------------------------------------------------ internals
     def _left(self, r: _Run) -> float:
         done = self.sim.now - r.work_from
+        if r.pace != 1.0:
+            done /= r.pace
         return r.left - done if done > 0 else r.left
 
     def _leave(self, job: JobState, r: _Run) -> None:

@@ -32,6 +32,22 @@ class JobSpec:
     duration: float = 0.0
     user: str = ""
     queue: str = ""
+    #: a duration job's seconds alone on ``num_gpus`` GPUs of each type (GPU type → seconds;
+    #: ``inf``: it cannot run there), e.g. from Gavel's per-type throughputs; empty: the
+    #: ``duration`` ÷ the GPU type's speed factor (``Server.speed``)
+    type_durations: tuple[tuple[str, float], ...] = ()
+
+    def duration_on(self, gpu_type: str, speed: float = 1.0) -> float | None:
+        """Seconds alone on ``num_gpus`` GPUs of ``gpu_type`` (speed factor ``speed``): the
+        job's own table when it has one (type names compared case-insensitively; None if the
+        table lacks the type), else ``duration / speed``."""
+        if not self.type_durations:
+            return self.duration if speed == 1.0 else self.duration / speed
+        want = gpu_type.casefold()
+        for name, seconds in self.type_durations:
+            if name.casefold() == want:
+                return seconds
+        return None
 
     @property
     def memory_mb(self) -> float:

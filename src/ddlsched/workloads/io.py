@@ -403,6 +403,7 @@ def validate_fits(jobs: Iterable[JobSpec], cluster: Cluster, source: str) -> Non
     A job never runs if it wants more GPUs than the cluster has, or if fewer than ``num_gpus``
     GPUs have at least the model's ``memory_mb`` (each worker needs its own GPU).
     """
+    jobs = list(jobs)
     mems = sorted(cluster.gpu_memory(g) for g in range(cluster.num_gpus))
     total = len(mems)
     for job in jobs:
@@ -427,4 +428,37 @@ def validate_fits(jobs: Iterable[JobSpec], cluster: Cluster, source: str) -> Non
                 f"cluster '{cluster.name}' has only {fitting}",
                 source=source,
                 field="memory_mb",
+            )
+    validate_types(jobs, cluster, source)
+
+
+def validate_types(jobs: Iterable[JobSpec], cluster: Cluster, source: str) -> None:
+    """On a cluster of several GPU types, every job with a per-type table
+    (``JobSpec.type_durations``) must have an entry for each of the cluster's types (a
+    missing throughput is an error, not a guess), and some type must run it."""
+    types = cluster.gpu_types
+    if len(types) < 2 or not cluster.typed:
+        return  # one type, or undeclared types: a job runs at its ``duration`` (as before)
+    for job in jobs:
+        if not job.type_durations:
+            continue
+        runnable = 0
+        for t in types:
+            seconds = job.duration_on(t)
+            if seconds is None:
+                have = ", ".join(name for name, _ in job.type_durations)
+                raise InputError(
+                    f"job {job.job_id} (model {job.model.name!r}) has no throughput for GPU "
+                    f"type {t!r} of cluster '{cluster.name}' (its table has: {have})",
+                    source=source,
+                    field="gpu_type",
+                )
+            if seconds < float("inf"):
+                runnable += 1
+        if not runnable:
+            raise InputError(
+                f"job {job.job_id} (model {job.model.name!r}, {job.num_gpus} GPUs) cannot run "
+                f"on any GPU type of cluster '{cluster.name}' (no throughput on any)",
+                source=source,
+                field="gpu_type",
             )

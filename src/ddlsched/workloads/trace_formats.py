@@ -8,6 +8,7 @@ Philly: in submission order, arrivals from the first);
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -195,6 +196,7 @@ def read_gavel(
     from the nearest measured one (below if any, else above): ``thr(k) · scale_factor / k``."""
     source = str(path)
     table = gavel_throughputs(throughputs, gpu_type) if throughputs is not None else None
+    types = gavel_types(throughputs) if throughputs is not None else {}
     idx = {c: i for i, c in enumerate(columns)}
     jobs: list[JobSpec] = []
     profiles: dict[str, ModelProfile] = {}
@@ -220,6 +222,7 @@ def read_gavel(
         )
         _check_time(arrival, source, line, "arrival_time")
         duration = 0.0
+        per_type: tuple[tuple[str, float], ...] = ()
         if table is not None:
             duration = steps / _throughput(table, job_type, gpus, throughputs, source, line)
             if problem := time_problem(duration, duration=True):
@@ -229,6 +232,7 @@ def read_gavel(
                     line=line,
                     field="total_steps",
                 )
+            per_type = _type_durations(types, job_type, gpus, steps)
         profile = profiles.get(job_type)
         if profile is None:
             profile = profiles[job_type] = placeholder_model(job_type, batch_from_name(job_type))
@@ -240,11 +244,34 @@ def read_gavel(
                 iterations=steps,
                 model=profile,
                 duration=duration,
+                type_durations=per_type,
             )
         )
     if not jobs:
         raise InputError("no jobs: the trace is empty", source=source)
     return jobs
+
+
+def _type_durations(
+    types: dict[str, dict[str, dict[int, float]]], job_type: str, gpus: int, steps: int
+) -> tuple[tuple[str, float], ...]:
+    """The job's seconds alone on each GPU type of the throughputs file (its plain types,
+    not the ``*_unconsolidated`` ones): ``steps`` ÷ the type's throughput, extrapolated as for
+    ``duration``; ``inf`` where the file has no non-zero throughput for the job type."""
+    out = []
+    for name, table in types.items():
+        measured = table.get(job_type)
+        if not measured:
+            out.append((name, math.inf))
+            continue
+        if gpus in measured:
+            thr = measured[gpus]
+        else:
+            below = [k for k in measured if k < gpus]
+            k = max(below) if below else min(measured)
+            thr = measured[k] * gpus / k
+        out.append((name, steps / thr))
+    return tuple(out)
 
 
 def gavel_throughputs(path: str | Path, gpu_type: str) -> dict[str, dict[int, float]]:
@@ -265,6 +292,16 @@ def gavel_throughputs(path: str | Path, gpu_type: str) -> dict[str, dict[int, fl
             field="gavel_gpu",
         )
     return table
+
+
+def gavel_types(path: str | Path) -> dict[str, dict[str, dict[int, float]]]:
+    """Every plain GPU type of Gavel's throughputs file (not ``*_unconsolidated``) →
+    ``job type → {scale factor: steps/s alone}`` (a job's per-type table,
+    ``JobSpec.type_durations``)."""
+    p = Path(path)
+    st = p.stat()
+    data = _load_throughputs(str(p.resolve()), str(p), st.st_mtime_ns, st.st_size)
+    return {k: v for k, v in data.items() if not k.endswith("_unconsolidated")}
 
 
 @lru_cache(maxsize=4)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,10 @@ GENERIC_COLUMNS: tuple[str, ...] = (
     "name",
     "user",
     "queue",
+    "type_durations",
 )
+#: written only when some job has a per-type table (older readers' files stay as they were)
+OPTIONAL_WRITTEN = ("type_durations",)
 #: Columns every generic trace must have.
 GENERIC_REQUIRED: tuple[str, ...] = ("arrival", "num_gpus")
 #: First bytes of a Parquet file.
@@ -225,6 +229,9 @@ def _build(
     queue = _text(rec.get("queue"), "queue", err)
     if not duration and not iterations and not application:
         raise err("a job needs a duration, iterations or an application", "duration")
+    per_type = _type_durations(rec.get("type_durations"), err)
+    if per_type and not duration:
+        raise err("per-type durations need the job's duration too", "type_durations")
     key = (model, application, batch, bool(duration))
     profile = cache.get(key)
     if profile is None:
@@ -241,7 +248,46 @@ def _build(
         duration=duration,
         user=user,
         queue=queue,
+        type_durations=per_type,
     )
+
+
+def _type_durations(v: Any, err: _Err) -> tuple[tuple[str, float], ...]:
+    """``type_durations`` cell: ``TYPE=SECONDS`` pairs joined by ``;`` (``inf``: the job
+    cannot run on that type), e.g. ``v100=120;k80=410.5``."""
+    text = _text(v, "type_durations", err)
+    if not text:
+        return ()
+    out: list[tuple[str, float]] = []
+    for part in text.split(";"):
+        name, eq, value = part.partition("=")
+        name = name.strip()
+        if not eq or not name:
+            raise err(
+                f"expected TYPE=SECONDS pairs joined by ';', got {quote(part)}", "type_durations"
+            )
+        if any(name == n for n, _ in out):
+            raise err(f"GPU type {quote(name)} given twice", "type_durations")
+        if value.strip().lower() == "inf":
+            seconds = math.inf
+        else:
+            try:
+                seconds = to_float(value.strip(), text=True)
+            except NumberError as e:
+                raise err(f"{name}: {e}", "type_durations") from None
+            if not seconds > 0:
+                raise err(f"{name}: must be > 0 (or inf), got {value.strip()}", "type_durations")
+            if problem := time_problem(seconds, duration=True):
+                raise err(f"{name}: {problem}", "type_durations")
+        out.append((name, seconds))
+    return tuple(out)
+
+
+def _cell_of(table: tuple[tuple[str, float], ...]) -> str | None:
+    """The ``type_durations`` cell of a table (``repr``: reads back to the same floats)."""
+    if not table:
+        return None
+    return ";".join(f"{n}={'inf' if math.isinf(x) else repr(float(x))}" for n, x in table)
 
 
 def _profile(model: str, application: str, batch: int, has_duration: bool) -> ModelProfile:
@@ -274,9 +320,19 @@ def _rows(jobs: Iterable[JobSpec]) -> list[list[Any]]:
                 j.name or None,
                 j.user or None,
                 j.queue or None,
+                _cell_of(j.type_durations),
             ]
         )
     return rows
+
+
+def _columns(rows: list[list[Any]]) -> list[str]:
+    """The columns to write: every one but the optional ones no row has a value for."""
+    return [
+        c
+        for k, c in enumerate(GENERIC_COLUMNS)
+        if c not in OPTIONAL_WRITTEN or any(r[k] is not None for r in rows)
+    ]
 
 
 def write_generic(jobs: Iterable[JobSpec], path: str | Path) -> None:
@@ -286,14 +342,17 @@ def write_generic(jobs: Iterable[JobSpec], path: str | Path) -> None:
     rows = _rows(jobs)
     if not rows:
         raise InputError("no jobs to write", source=str(path))
+    columns = _columns(rows)
+    keep = [GENERIC_COLUMNS.index(c) for c in columns]
+    rows = [[r[k] for k in keep] for r in rows]
     if path.suffix.lower() in (".parquet", ".pq"):
-        _write_parquet(rows, path)
+        _write_parquet(rows, path, columns)
     else:
         text_rows = [["" if v is None else v for v in r] for r in rows]
-        atomic_write_text(path, csv_text(GENERIC_COLUMNS, text_rows))
+        atomic_write_text(path, csv_text(columns, text_rows))
 
 
-def _write_parquet(rows: list[list[Any]], path: Path) -> None:
+def _write_parquet(rows: list[list[Any]], path: Path, columns: list[str]) -> None:
     pq = _pyarrow_parquet()
     import pyarrow as pa
 
@@ -308,9 +367,11 @@ def _write_parquet(rows: list[list[Any]], path: Path) -> None:
         pa.string(),
         pa.string(),
         pa.string(),
+        pa.string(),
     )
+    types = tuple(types[GENERIC_COLUMNS.index(c)] for c in columns)
     arrays = [pa.array([r[k] for r in rows], type=t) for k, t in enumerate(types)]
-    table = pa.Table.from_arrays(arrays, names=list(GENERIC_COLUMNS))
+    table = pa.Table.from_arrays(arrays, names=columns)
     buf = io.BytesIO()
     pq.write_table(table, buf)
     atomic_write_bytes(path, buf.getvalue())

@@ -357,6 +357,33 @@ def _check_filters(
         raise InputError(f"must be a finite number > 0, got {load_scale}", field="load_scale")
 
 
+def gavel_data_file() -> Path | None:
+    """Gavel's ``simulation_throughputs.json``: in ``$DDLSCHED_GAVEL_DATA`` (a folder), else in
+    ``../shared/data/gavel`` beside the working directory or the repository; None if absent."""
+    import os
+
+    env = os.environ.get("DDLSCHED_GAVEL_DATA")
+    if env:
+        f = Path(env) / "simulation_throughputs.json"
+        return f if f.is_file() else None
+    for base in (Path.cwd().parent, Path(__file__).resolve().parents[4]):
+        f = base / "shared" / "data" / "gavel" / "simulation_throughputs.json"
+        if f.is_file():
+            return f
+    return None
+
+
+def options_for_cluster(options: TraceOptions | None, cluster_name: str) -> TraceOptions | None:
+    """On a Gavel cluster (``gavel-V:P:K``) a Gavel trace without ``--gavel-throughputs`` uses
+    Gavel's throughputs file where :func:`gavel_data_file` finds it."""
+    if not cluster_name.startswith("gavel-"):
+        return options
+    options = options if options is not None else TraceOptions()
+    if options.gavel_throughputs is None and (found := gavel_data_file()) is not None:
+        return replace(options, gavel_throughputs=str(found))
+    return options
+
+
 def read_with_options(path: str | Path, options: TraceOptions, seed: int = 0) -> list[JobSpec]:
     """:func:`read_trace` with :class:`TraceOptions` (the path of ``--workload FILE``)."""
     return read_trace(
@@ -417,6 +444,8 @@ __all__ = [
     "check_simulable",
     "detect_format",
     "filter_jobs",
+    "gavel_data_file",
+    "options_for_cluster",
     "read_trace",
     "read_with_options",
     "write_trace",
