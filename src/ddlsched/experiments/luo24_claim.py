@@ -25,7 +25,7 @@ CLAIM_POLICIES = [
 #: the knobs and their values; the others stay at the paper-workload setting (12.2 % large,
 #: 30 jobs per hour, ξ = 1.5)
 LARGE_SHARES = [0.1, 0.2, 0.35, 0.5, 0.6]
-LOAD_FACTORS = [1, 2, 4, 6, 8]
+LOAD_FACTORS = [1, 2, 4, 6, 8, 12, 16]
 XIS = [1.0, 1.5, 2.0, 3.0]
 BASE_RATE = 30.0  # jobs per hour: the recipe's 240 jobs in 8 hours
 
