@@ -212,7 +212,8 @@ def digest(d: Path) -> None:
     s["run_id"] = hashlib.sha256((d / "config.json").read_bytes()).hexdigest()[:16]
     s["files"] = {
         n: hashlib.sha256((d / n).read_bytes()).hexdigest()
-        for n in ("config.json", "jobs.csv", "segments.csv")
+        for n in ("config.json", "jobs.csv", "segments.csv", "fairness.csv")
+        if (d / n).exists()
     }
     (d / "summary.json").write_text(json.dumps(s, indent=2, sort_keys=True) + "\n")
 
@@ -243,6 +244,11 @@ def rewrite(d: Path, jobs=None, segments=None, util: float | None = None) -> Non
     fresh["gpu_util"] = s["gpu_util"] if util is None else util
     s.update(fresh)
     s.pop("gpu_held", None)  # recomputed from the new segments by the check when absent
+    # fairness.csv follows from jobs.csv (its own rule, tests/test_fairness.py): dropped with
+    # its summary keys so only the rule under test breaks
+    (d / "fairness.csv").unlink(missing_ok=True)
+    for key in ("avg_ftf_rho", "max_ftf_rho", "jain_index"):
+        s.pop(key, None)
     (d / "summary.json").write_text(json.dumps(s, indent=2, sort_keys=True) + "\n")
     if "files" in s:
         digest(d)
@@ -431,6 +437,7 @@ def test_malformed_rows(base: Path, name: str, line: int, field: str) -> None:
     # the row drops out of the rest of the check, which goes on (its job or segments unmatched)
     # (and the GPU time held drops below gpu_util when a segment goes)
     assert {v.rule for v in res.violations} <= {
+        "fairness",  # fairness.csv: a dropped job changes the others' contention
         "files-together",  # where digests are recorded
         "gpu-held",  # where recorded: the dropped row changes makespan or held time
         "malformed",

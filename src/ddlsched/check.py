@@ -31,6 +31,9 @@ from .parsing import NumberError, parse_float, parse_int
 #: derived numbers such as means are summed in another order)
 REL = ABS = 1e-9
 RUN_FILES = ("config.json", "summary.json", "jobs.csv", "segments.csv")
+#: files a run writes only sometimes (``fairness.csv``: when the executor knows the jobs'
+#: alone times, core/fairness.py)
+OPTIONAL_FILES = ("fairness.csv",)
 #: files whose SHA-256 ``summary.json`` lists under ``files`` (``run_id``: of config.json)
 DIGESTED = ("config.json", "jobs.csv", "segments.csv")
 #: summary keys recomputed from jobs.csv (besides ``num_jobs`` and ``gpu_util``)
@@ -366,8 +369,13 @@ def _digests(raw: Mapping[str, bytes | None], summary: Mapping, res: RunCheck) -
             v.append(
                 Violation("files-together", f"'files' lists no digest of {name}", "summary.json")
             )
+    for name in OPTIONAL_FILES:
+        if raw.get(name) is not None and name not in files:
+            v.append(
+                Violation("files-together", f"'files' lists no digest of {name}", "summary.json")
+            )
     for name, digest in sorted(files.items()):
-        if name not in DIGESTED:
+        if name not in DIGESTED and name not in OPTIONAL_FILES:
             v.append(Violation("files-together", f"'files' lists {quote(name)}", "summary.json"))
             continue
         data = raw.get(name)
@@ -868,7 +876,7 @@ def check_run(path: str | Path) -> RunCheck:
         )
     res = RunCheck(p)
     v = res.violations
-    raw = {name: _read(p / name) for name in RUN_FILES}
+    raw = {name: _read(p / name) for name in (*RUN_FILES, *OPTIONAL_FILES)}
     for name in ("summary.json", "jobs.csv", "segments.csv"):
         if raw[name] is None:
             v.append(Violation("missing-file", "absent: an incomplete or interrupted run", name))
@@ -916,7 +924,71 @@ def check_run(path: str | Path) -> RunCheck:
             res.notes.append("memory per GPU not checked (cluster or workload not loadable)")
     if summary is not None and jobs is not None:
         _check_summary(summary, list(jobs.values()), segs, ctx, res)
+        _check_fairness(raw.get("fairness.csv"), summary, jobs, ctx, res)
     return res
+
+
+def _check_fairness(
+    data: bytes | None, summary: Mapping, jobs: Mapping[int, _Job], ctx: _Context, res: RunCheck
+) -> None:
+    """``fairness.csv`` (when written) is what jobs.csv, its ``alone`` column and the cluster
+    give (core/fairness.py), and the summary's fairness keys are its aggregate."""
+    from .core.fairness import FAIRNESS_COLUMNS, FAIRNESS_KEYS, fairness
+
+    v = res.violations.append
+    name = "fairness.csv"
+    if data is None:
+        for key in FAIRNESS_KEYS:
+            if key in summary:
+                v(Violation("summary", f"{key!r} without {name}", "summary.json"))
+        return
+    rows = _rows(data, name, FAIRNESS_COLUMNS, res.violations)
+    if rows is None:
+        return
+    alone: dict[int, float] = {}
+    got: dict[int, tuple[int, dict[str, float]]] = {}
+    for line, row in rows:
+        try:
+            vals = {c: float(row[c]) for c in FAIRNESS_COLUMNS[1:]}
+            jid = int(row["job_id"])
+        except ValueError:
+            v(Violation("malformed", "a value is not a number", name, line))
+            continue
+        if jid not in jobs:
+            v(Violation("unknown-job", f"job {jid}, which jobs.csv does not have", name, line))
+            continue
+        if not (math.isfinite(vals["alone"]) and vals["alone"] > 0):
+            v(Violation("fairness", f"job {jid}: alone {vals['alone']!r} is not > 0", name, line))
+            continue
+        alone[jid] = vals["alone"]
+        got[jid] = (line, vals)
+    missing = sorted(set(jobs) - set(alone))
+    if missing or ctx.cluster is None or not got:
+        if missing:
+            v(Violation("fairness", f"no row for job {missing[0]}", name))
+        return
+    ordered = [jobs[k] for k in sorted(jobs)]
+    want_rows, want_keys = fairness(ordered, alone, ctx.cluster.num_gpus)  # type: ignore[attr-defined]
+    for jid, _alone, n, fair, rho in want_rows:
+        line, vals = got[jid]
+        for col, x in (("contention", n), ("fair_jct", fair), ("rho", rho)):
+            if not close(vals[col], x):
+                v(
+                    Violation(
+                        "fairness",
+                        f"job {jid}: {col} {_num(vals[col])}, jobs.csv gives {_num(x)}",
+                        name,
+                        line,
+                    )
+                )
+    for key, x in want_keys.items():
+        rec = summary.get(key)
+        if not isinstance(rec, int | float) or isinstance(rec, bool) or not close(rec, x):
+            v(
+                Violation(
+                    "summary", f"{key} is {rec!r}, fairness.csv gives {_num(x)}", "summary.json"
+                )
+            )
 
 
 def check_paths(paths: Sequence[str | Path]) -> list[RunCheck]:

@@ -66,7 +66,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"{len(res.jobs)} jobs  avg JCT {s['avg_jct']:.1f} s  median {s['median_jct']:.1f} s  "
         f"p95 {s['p95_jct']:.1f} s  makespan {s['makespan']:.1f} s  GPU util {100 * s['gpu_util']:.1f} %"
     )
-    print(f"wrote {os.path.join(out, 'config.json')}, summary.json, jobs.csv, segments.csv")
+    extra = ", fairness.csv" if res.fairness else ""
+    print(f"wrote {os.path.join(out, 'config.json')}, summary.json, jobs.csv, segments.csv{extra}")
+    if "avg_ftf_rho" in s:
+        print(
+            f"fairness: finish-time ρ avg {s['avg_ftf_rho']:.2f}, max {s['max_ftf_rho']:.2f}; "
+            f"Jain's index {s['jain_index']:.3f}"
+        )
     if len(res.jobs) > 1 and all(j.queueing == 0 for j in res.jobs):
         print(
             "ddlsched: note: no job waited for GPUs, so the queue order did not matter "

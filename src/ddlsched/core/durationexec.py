@@ -100,6 +100,23 @@ class DurationExecutor:
             now - self.runs[j.job_id].since for j in self.sim.residents[gpu]
         )
 
+    def alone_time(self, job: JobState) -> float:
+        """Seconds alone on an equal share of the GPU types (``AloneTimes``): 1 ÷ Σ_t
+        (c_t / G) ÷ D_t over the cluster's types t with c_t of its G GPUs, D_t the job's time
+        on type t (its duration where types are undeclared or the cluster has one type)."""
+        cl = self.sim.cluster
+        types = cl.gpu_types
+        if not self._typed:
+            return job.spec.duration
+        speed = {cl.gpu_type(g): cl.gpu_speed(g) for g in range(cl.num_gpus)}
+        rate = 0.0
+        for t, count in types.items():
+            d = job.spec.duration_on(t, speed[t])
+            if d is None:
+                d = job.spec.duration / speed[t]
+            rate += count / cl.num_gpus / d
+        return 1.0 / rate if rate > 0 else float("inf")
+
     def time_on(self, job: JobState, gpus: tuple[int, ...] | list[int]) -> float:
         """Seconds ``job`` needs alone on ``gpus`` (its pace there × its duration)."""
         return self.pace(job, gpus) * job.spec.duration

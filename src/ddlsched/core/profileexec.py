@@ -207,6 +207,20 @@ class ProfileExecutor:
         placement = compact_placement(job.num_gpus, per)
         return self.remaining_time(job, placement, self.config(job) if cfg is None else cfg)
 
+    def alone_time(self, job: JobState) -> float:
+        """Seconds from start to finish alone on the most consolidated placement of the
+        requested GPUs at the requested batch (``AloneTimes``; one GPU type: profiles are
+        per application, not per type)."""
+        app = self.runs[job.job_id].app
+        placement = compact_placement(job.num_gpus, self.sim.cluster.max_gpus_per_server)
+        cfg = self.config(job)
+        total, progress = 0.0, 0.0
+        for e in range(app.max_epochs):
+            target = app.progress_at(e + 1)
+            total += max(target - progress, 0.0) / app.rate(placement, cfg, e)
+            progress = target
+        return total
+
     def remaining_as_running(self, job: JobState) -> float:
         """``remaining_time`` of running ``job`` on its placement and configuration."""
         r = self.runs[job.job_id]

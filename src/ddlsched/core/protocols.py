@@ -166,6 +166,18 @@ class JobTimes(Protocol):
 
 
 @runtime_checkable
+class AloneTimes(Protocol):
+    """An executor that knows each job's time alone on an equal share of the cluster's GPU
+    types (the base of finish-time fairness, ``core.fairness``): ``DurationExecutor`` and
+    ``ProfileExecutor``."""
+
+    def alone_time(self, job: JobState) -> float:
+        """Seconds ``job`` needs from start to finish alone on its requested GPUs
+        (consolidated), time-sharing the cluster's GPU types in proportion to their counts."""
+        ...
+
+
+@runtime_checkable
 class ProfileEstimates(JobTimes, Protocol):
     """The profile executor's estimates for application-profile jobs (Luo's sharing policies,
     Pollux), through ``sim.estimates(ProfileEstimates)``: nothing here changes the run except

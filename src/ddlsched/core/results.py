@@ -11,7 +11,7 @@ import io
 import math
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,6 +81,9 @@ class SimResult:
     #: what ran, as the backend resolved it (backend, job kind, performance model …; the
     #: ``resolved`` block of ``config.json``, ``api.resolve_run``)
     resolved: dict[str, object] = field(default_factory=dict)
+    #: ``fairness.csv`` rows (job id, alone, contention, fair JCT, ρ; ``core.fairness``),
+    #: empty when the executor does not know the jobs' alone times
+    fairness: tuple[tuple[int, float, float, float, float], ...] = ()
 
 
 def summarize(jobs: Sequence[JobRecord], busy_gpu_seconds: float, num_gpus: int) -> dict:
@@ -153,7 +156,15 @@ def held_metrics(segments: Sequence[SegmentRecord], num_gpus: int, makespan: flo
     }
 
 
-def build_result(cluster: Cluster, jobs: Sequence[JobState], busy: float) -> SimResult:
+def build_result(
+    cluster: Cluster,
+    jobs: Sequence[JobState],
+    busy: float,
+    alone: Callable[[JobState], float] | None = None,
+) -> SimResult:
+    """The result of finished ``jobs``; with ``alone`` (the executor's ``alone_time``) also the
+    fairness metrics (``core.fairness``), and on a cluster of declared GPU types (more than
+    one) the per-type held shares ``gpu_held_<type>``."""
     recs = []
     segs = []
     for j in sorted(jobs, key=lambda j: j.job_id):
@@ -177,7 +188,20 @@ def build_result(cluster: Cluster, jobs: Sequence[JobState], busy: float) -> Sim
         summary.update(held_metrics(segs, cluster.num_gpus, summary["makespan"]))
     else:
         summary.update(gpu_held=0.0, gpu_util_jobs=0.0)
-    return SimResult(tuple(recs), tuple(segs), summary)
+    rows: list = []
+    if alone is not None and recs:
+        from .fairness import fairness
+
+        times = {j.job_id: alone(j) for j in jobs}
+        rows, keys = fairness(recs, times, cluster.num_gpus)
+        summary.update(keys)
+    if cluster.typed and len(cluster.gpu_types) > 1 and recs:
+        from .fairness import type_held
+
+        spans = [(s.start, s.end, s.gpus) for j in jobs for s in j.segments]
+        kinds = [cluster.gpu_type(g) for g in range(cluster.num_gpus)]
+        summary.update(type_held(spans, kinds, summary["makespan"]))
+    return SimResult(tuple(recs), tuple(segs), summary, fairness=tuple(rows))
 
 
 # ---------------------------------------------------------------------- writing
@@ -259,6 +283,11 @@ def result_files(
     seg_rows = [(s.job_id, float(s.start), float(s.end), s.placement) for s in result.segments]
     files["jobs.csv"] = csv_text(JOB_COLUMNS, jobs_rows).encode("utf-8")
     files["segments.csv"] = csv_text(SEGMENT_COLUMNS, seg_rows).encode("utf-8")
+    if result.fairness:
+        from .fairness import FAIRNESS_COLUMNS
+
+        fair_rows = [(i, *(float(x) for x in rest)) for i, *rest in result.fairness]
+        files["fairness.csv"] = csv_text(FAIRNESS_COLUMNS, fair_rows).encode("utf-8")
     summary = dict(result.summary)
     if extra:
         summary.update(extra)

@@ -23,6 +23,7 @@ from .cluster import Cluster
 from .freegpus import FreeGpus
 from .job import JobSpec
 from .protocols import (
+    AloneTimes,
     Configurable,
     Elastic,
     HostsAgents,
@@ -493,7 +494,8 @@ class Simulator:
                     source=self.policy_origin.label,
                 )
             raise RuntimeError(text)
-        res = build_result(self.cluster, self.jobs, self.executor.busy_gpu_seconds())
+        alone = self.executor.alone_time if isinstance(self.executor, AloneTimes) else None
+        res = build_result(self.cluster, self.jobs, self.executor.busy_gpu_seconds(), alone)
         res = replace(res, resolved=dict(self.resolved))
         # what the run allowed, for `ddlsched check`: jobs per GPU (0 = memory only) and
         # whether jobs may run on another GPU count than they asked for
