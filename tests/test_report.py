@@ -332,7 +332,7 @@ def test_a_run_without_jobs_still_renders(tmp_path: Path) -> None:
 def test_parse_kinds_and_window() -> None:
     with pytest.raises(InputError, match="no result directory"):
         load_runs([])
-    assert parse_kinds(None) == ["jct-cdf", "queue-cdf", "util", "gantt", "bars"]
+    assert parse_kinds(None) == ["jct-cdf", "queue-cdf", "util", "gantt", "bars", "rho-cdf"]
     assert parse_kinds("gantt, bars,gantt") == ["gantt", "bars"]
     assert parse_window("10:20.5") == (10.0, 20.5)
     with pytest.raises(InputError):
@@ -343,3 +343,22 @@ def test_plot_runs_library_call(tmp_path: Path) -> None:
     paths = plot_runs([write_run(tmp_path / "r")], tmp_path / "o", kinds=["gantt"], fmt="pdf")
     assert [p.name for p in paths] == ["gantt.pdf"]
     assert paths[0].read_bytes().startswith(b"%PDF")
+
+
+def test_rho_cdf_from_fairness_csv(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    argv = ["run", "--cluster", "luo24", "--workload", "luo24-40", "--policy", "fifo"]
+    assert main([*argv, "--quiet", "--out", str(run)]) == 0
+    r = load_run(run)
+    # ρ per job, in fairness.csv order
+    want = [float(x.split(",")[-1]) for x in (run / "fairness.csv").read_text().split()[1:]]
+    assert r.rho.tolist() == want and len(want) == 40
+    (path,) = plot_runs([run], tmp_path / "f", kinds=["rho-cdf"])
+    assert path.name == "rho-cdf.png" and path.stat().st_size > 0
+    assert "rho-cdf" in build_report(load_runs([run]))
+    # a run without fairness.csv: every kind by default skips it, naming it is an error
+    (run / "fairness.csv").unlink()
+    assert not any(p.name.startswith("rho") for p in plot_runs([run], tmp_path / "g"))
+    with pytest.raises(InputError, match="no run has fairness.csv"):
+        plot_runs([run], tmp_path / "h", kinds=["rho-cdf"])
+    assert "rho-cdf" not in build_report(load_runs([run]))

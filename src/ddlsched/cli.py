@@ -729,7 +729,8 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("dirs", nargs="+", metavar="DIR", help="run or sweep result directories")
     pl.add_argument("--out", required=True, help="directory for the figure files")
     pl.add_argument(
-        "--kind", help="comma-separated subset of jct-cdf,queue-cdf,util,gantt,bars (default all)"
+        "--kind",
+        help="comma-separated subset of jct-cdf,queue-cdf,util,gantt,bars,rho-cdf (default all)",
     )
     pl.add_argument("--format", default="png", help="png (default), svg or pdf")
     pl.add_argument("--window", metavar="START:END", help="Gantt time window in seconds")

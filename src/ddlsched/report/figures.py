@@ -128,6 +128,16 @@ def jct_cdf(runs: Sequence[RunData]) -> Figure:
     return _cdf_figure(runs, "jct", "job completion time (s)", "JCT CDF")
 
 
+def rho_cdf(runs: Sequence[RunData]) -> Figure:
+    """CDF of finish-time fairness ρ (``fairness.csv``), one line per group of runs."""
+    return _cdf_figure(
+        [r for r in runs if r.rho.size],
+        "rho",
+        "finish-time fairness ρ (JCT ÷ JCT on an equal 1/N share)",
+        "Finish-time fairness CDF",
+    )
+
+
 def queue_cdf(runs: Sequence[RunData]) -> Figure:
     """CDF of queueing delays (start − arrival), one line per group of runs."""
     return _cdf_figure(runs, "queueing", "queueing delay (s)", "Queueing-delay CDF")

@@ -23,6 +23,7 @@ from .figures import (
     jct_cdf,
     policy_bars,
     queue_cdf,
+    rho_cdf,
     utilisation,
 )
 from .intervals import contended_intervals, shared_intervals
@@ -98,6 +99,16 @@ def build_report(runs: Sequence[RunData], title: str = "ddlsched report") -> str
         ("queue-cdf", queue_cdf(runs), "Queueing delay (first start − arrival) CDF."),
         ("util", utilisation(runs), "Fraction of the cluster's GPUs holding at least one job."),
     ]
+    if any(r.rho.size for r in runs):
+        figures.insert(
+            3,
+            (
+                "rho-cdf",
+                rho_cdf(runs),
+                "Finish-time fairness ρ: JCT ÷ the JCT on an equal 1/N share of the cluster "
+                '(docs/models.md "Fairness metrics"); ρ ≤ 1: at least its fair share.',
+            ),
+        )
     for label, rs in list(grouped.items())[:MAX_GANTTS]:
         r = rs[0]
         figures.append(

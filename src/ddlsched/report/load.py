@@ -53,6 +53,8 @@ class RunData:
     label: str = field(default="")
     #: job ids of the rows of ``arrival`` … ``queueing`` (jobs.csv order)
     job_id: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: finish-time fairness ρ per job (``fairness.csv``; empty when the run has none)
+    rho: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def seed(self) -> int | None:
@@ -145,6 +147,7 @@ def load_run(path: str | Path) -> RunData:
         num_gpus=len(gpus.labels),
         label=config.get("policy") or d.name,
         job_id=jobs["job_id"].astype(np.int64),
+        rho=_read_csv(d / "fairness.csv", ("rho",), required=False)["rho"],
     )
 
 

@@ -8,11 +8,20 @@ from pathlib import Path
 
 from ..errors import InputError, suggest
 from ..parsing import NumberError, parse_float
-from .figures import FORMATS, gantt, groups, jct_cdf, policy_bars, queue_cdf, save_figure
+from .figures import (
+    FORMATS,
+    gantt,
+    groups,
+    jct_cdf,
+    policy_bars,
+    queue_cdf,
+    rho_cdf,
+    save_figure,
+)
 from .figures import utilisation as utilisation_figure
 from .load import load_runs
 
-KINDS = ("jct-cdf", "queue-cdf", "util", "gantt", "bars")
+KINDS = ("jct-cdf", "queue-cdf", "util", "gantt", "bars", "rho-cdf")
 
 
 def parse_kinds(text: str | None) -> list[str]:
@@ -69,10 +78,19 @@ def plot_runs(
     makers = {
         "jct-cdf": jct_cdf,
         "queue-cdf": queue_cdf,
+        "rho-cdf": rho_cdf,
         "util": utilisation_figure,
         "bars": policy_bars,
     }
     for kind in kinds:
+        if kind == "rho-cdf" and not any(r.rho.size for r in runs):
+            if list(kinds) == list(KINDS):
+                continue  # every kind by default: runs without fairness.csv skip this one
+            raise InputError(
+                "no run has fairness.csv (finish-time fairness is written for trace and "
+                "application-profile jobs)",
+                field="--kind",
+            )
         if kind == "gantt":
             grouped = groups(runs)
             for label, rs in grouped.items():
