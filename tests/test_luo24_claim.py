@@ -73,3 +73,25 @@ def test_one_figure_per_knob(table: list[dict], tmp_path: Path) -> None:
     names = sorted(p.name for p in written if p.suffix == ".png")
     assert names == ["luo24-claim-large.png", "luo24-claim-load.png", "luo24-claim-xi.png"]
     assert all((tmp_path / n).stat().st_size > 1000 for n in names)
+
+
+def test_each_variant_is_handed_over_when_its_runs_are_done(monkeypatch, capsys, tmp_path) -> None:
+    """``on_variant`` sees each variant's rows once, equal to the final table's; ``reproduce``
+    prints them as they come, and its whole output is ``format_markdown``'s text."""
+    monkeypatch.setattr(runner, "run_task", fake_run)
+    seen: list[tuple[str, list[dict]]] = []
+    table = runner.run_experiment(
+        CLAIM, seeds=2, workers=1, on_variant=lambda v, rows: seen.append((v, rows))
+    )
+    assert [v for v, _ in seen] == list(CLAIM.variants)  # one worker: in input order
+    for v, rows in seen:
+        assert rows == [t for t in table if t["variant"] == v]
+    from ddlsched.cli import main
+
+    out = tmp_path / "claim"
+    assert (
+        main(["reproduce", "luo24-claim", "--seeds", "2", "--workers", "1", "--out", str(out)]) == 0
+    )
+    printed = capsys.readouterr().out
+    want = runner.format_markdown(CLAIM, table)
+    assert printed.startswith(want + "\n") and printed.count("## variant:") == len(CLAIM.variants)

@@ -289,7 +289,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from .experiments import EXPERIMENTS
     from .experiments.runner import (
         REPRODUCE_MARKER,
-        format_markdown,
+        markdown_head,
+        markdown_tail,
+        markdown_variant,
         reproduction_id,
         run_experiment,
         write_reproduction,
@@ -318,12 +320,38 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     with claim(
         args.out, may_replace=marker_rule(REPRODUCE_MARKER, rid), overwrite=args.overwrite
     ) as target:
+        # each variant's table is printed as soon as its runs are done, in the variants'
+        # order: the same text as format_markdown, the first table long before the last
+        done: dict[str, list[dict]] = {}
+        shown: list[str] = []
+
+        def show(v: str, rows: list[dict]) -> None:
+            done[v] = rows
+            while len(shown) < len(chosen) and chosen[len(shown)] in done:
+                name = chosen[len(shown)]
+                bar.clear()
+                if not shown:
+                    print(markdown_head(exp, done[name]), end="")
+                print(markdown_variant(exp, done[name], name), end="", flush=True)
+                shown.append(name)
+
         with staged(target, args.out) as staging:
             table = run_experiment(
-                exp, n_seeds, None, workers=args.workers, variants=variants, progress=bar
+                exp,
+                n_seeds,
+                None,
+                workers=args.workers,
+                variants=variants,
+                progress=bar,
+                on_variant=show if exp.custom is None else None,
             )
             names = write_reproduction(exp, table, staging, chosen, n_seeds)
-    print(format_markdown(exp, table))
+    if not shown:  # a custom experiment: its table at the end
+        print(markdown_head(exp, table), end="")
+    for v in dict.fromkeys(t["variant"] for t in table):
+        if v not in shown:
+            print(markdown_variant(exp, table, v), end="")
+    print(markdown_tail(exp, table))
     print(f"wrote {os.path.join(args.out, '')}" + ", ".join(names))
     return 0
 

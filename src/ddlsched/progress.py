@@ -52,6 +52,13 @@ class ProgressBar:
             self.stream.write("\n")
         self.stream.flush()
 
+    def clear(self) -> None:
+        """Blank the bar's line (a terminal bar), so that a table printed now starts clean;
+        the next update redraws it."""
+        if self.enabled and self.bar:
+            self.stream.write("\r" + " " * 79 + "\r")
+            self.stream.flush()
+
     def _log(self, done: int, total: int, now: float) -> None:
         finished = done >= total
         if finished and not self._logged:

@@ -202,17 +202,19 @@ def run_experiment(
     workers: int | None = None,
     variants: Sequence[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    on_variant: Callable[[str, list[dict]], None] | None = None,
 ) -> list[dict]:
     """Run every row × variant × seed; return the aggregated table rows. With ``out``, also
     write the result folder all-or-nothing (``write_reproduction`` into a staging directory
-    that replaces ``out`` in one rename)."""
+    that replaces ``out`` in one rename). ``on_variant(v, rows)`` gets each variant's table
+    rows as soon as its last run is done (``reproduce`` prints them then)."""
     n_seeds = seeds or exp.default_seeds
     if out is None:
-        return _compute(exp, n_seeds, workers, variants, progress)
+        return _compute(exp, n_seeds, workers, variants, progress, on_variant)
     from ..core.rundir import output_dir
 
     with output_dir(out, overwrite=True) as staging:
-        table = _compute(exp, n_seeds, workers, variants, progress)
+        table = _compute(exp, n_seeds, workers, variants, progress, on_variant)
         write_reproduction(exp, table, staging, variants or exp.default_variants(), n_seeds)
     return table
 
@@ -223,10 +225,15 @@ def _compute(
     workers: int | None,
     variants: Sequence[str] | None,
     progress: Callable[[int, int], None] | None,
+    on_variant: Callable[[str, list[dict]], None] | None = None,
 ) -> list[dict]:
     """The table of ``exp`` (rows × variants × seeds, or its custom computation)."""
     if exp.custom is not None:
-        return exp.custom(exp, n_seeds, workers, progress)
+        table = exp.custom(exp, n_seeds, workers, progress)
+        if on_variant is not None:
+            for v in dict.fromkeys(t["variant"] for t in table):
+                on_variant(v, [t for t in table if t["variant"] == v])
+        return table
     chosen = list(variants) if variants else exp.default_variants()
     base_cluster, base_workload, base_settings, note = exp.cluster, exp.workload, {}, ""
     if exp.resolve is not None:
@@ -253,11 +260,11 @@ def _compute(
                         ),
                     )
                 )
-    results = map_in_processes(
-        run_task, [t for _, _, t in tasks], workers, progress, cost=exp.task_cost
-    )
-    table: list[dict] = []
-    for v in chosen:
+    results: list = [None] * len(tasks)
+    left = {v: sum(1 for tv, _, _ in tasks if tv == v) for v in chosen}
+
+    def variant_rows(v: str) -> list[dict]:
+        rows = []
         for row in exp.rows_of(v):
             sums = [
                 r
@@ -268,8 +275,25 @@ def _compute(
                 f = exp.units.get(metric, 1.0)
                 values = [s[metric] * f for s in sums]
                 paper = row.paper.get(metric, float("nan"))
-                table.append(table_row(exp, v, row.name, metric, paper, values, note))
-    return table
+                rows.append(table_row(exp, v, row.name, metric, paper, values, note))
+        return rows
+
+    def arrived(i: int, r: dict) -> None:
+        results[i] = r
+        v = tasks[i][0]
+        left[v] -= 1
+        if left[v] == 0 and on_variant is not None:
+            on_variant(v, variant_rows(v))
+
+    map_in_processes(
+        run_task,
+        [t for _, _, t in tasks],
+        workers,
+        progress,
+        on_result=arrived,
+        cost=exp.task_cost,
+    )
+    return [t for v in chosen for t in variant_rows(v)]
 
 
 def table_row(
@@ -311,45 +335,63 @@ def _header(exp: Experiment, metric: str) -> str:
 
 def format_markdown(exp: Experiment, table: list[dict]) -> str:
     """One markdown table per variant: rows × metrics, ``ours [95 % CI] (paper)``."""
+    parts = [markdown_head(exp, table)]
+    for v in dict.fromkeys(t["variant"] for t in table):
+        parts.append(markdown_variant(exp, table, v))
+    parts.append(markdown_tail(exp, table))
+    return "".join(parts)
+
+
+def markdown_head(exp: Experiment, table: list[dict]) -> str:
+    """The title, description, notes and data note of :func:`format_markdown`."""
     lines = [f"# {exp.name}", "", exp.description, ""]
     if exp.notes:
         lines += [exp.notes, ""]
     note = next((t.get("note") for t in table if t.get("note")), "")
     if note:
         lines += [f"**Data:** {note}", ""]
-    for v in dict.fromkeys(t["variant"] for t in table):
-        lines.append(f"## variant: {v}")
-        lines.append("")
-        lines.append("| row | " + " | ".join(_header(exp, m) for m in exp.metrics) + " |")
-        lines.append("|---|" + "---|" * len(exp.metrics))
-        for row in exp.rows:
-            cells = []
-            for metric in exp.metrics:
-                t = next(
-                    (
-                        x
-                        for x in table
-                        if x["variant"] == v and x["row"] == row.name and x["metric"] == metric
-                    ),
-                    None,
-                )
-                if t is None:
-                    cells.append("")
-                    continue
-                scale, unit = (100.0, "%") if is_percent_metric(metric) else (1.0, "")
-                cell = (
-                    f"{t['ours_mean'] * scale:.1f}{unit} "
-                    f"[{t['ours_ci_low'] * scale:.1f}, {t['ours_ci_high'] * scale:.1f}]"
-                )
-                if not math.isnan(t["paper"]):
-                    cell += f" (paper {t['paper'] * scale:.1f}{unit})"
-                cells.append(cell)
-            lines.append(f"| {row.name} | " + " | ".join(cells) + " |")
-        seeds = table[0]["seeds"] if table else 0
-        lines += ["", f"Mean over {seeds} seeds; in brackets the {CI_NOTE}.", ""]
+    return "\n".join(lines) + "\n"
+
+
+def markdown_variant(exp: Experiment, table: list[dict], v: str) -> str:
+    """The section of variant ``v`` of :func:`format_markdown` (``reproduce`` prints each one
+    as soon as its runs are done)."""
+    lines = [f"## variant: {v}", ""]
+    lines.append("| row | " + " | ".join(_header(exp, m) for m in exp.metrics) + " |")
+    lines.append("|---|" + "---|" * len(exp.metrics))
+    for row in exp.rows:
+        cells = []
+        for metric in exp.metrics:
+            t = next(
+                (
+                    x
+                    for x in table
+                    if x["variant"] == v and x["row"] == row.name and x["metric"] == metric
+                ),
+                None,
+            )
+            if t is None:
+                cells.append("")
+                continue
+            scale, unit = (100.0, "%") if is_percent_metric(metric) else (1.0, "")
+            cell = (
+                f"{t['ours_mean'] * scale:.1f}{unit} "
+                f"[{t['ours_ci_low'] * scale:.1f}, {t['ours_ci_high'] * scale:.1f}]"
+            )
+            if not math.isnan(t["paper"]):
+                cell += f" (paper {t['paper'] * scale:.1f}{unit})"
+            cells.append(cell)
+        lines.append(f"| {row.name} | " + " | ".join(cells) + " |")
+    seeds = table[0]["seeds"] if table else 0
+    lines += ["", f"Mean over {seeds} seeds; in brackets the {CI_NOTE}.", ""]
+    return "\n".join(lines) + "\n"
+
+
+def markdown_tail(exp: Experiment, table: list[dict]) -> str:
+    """The verdict section of :func:`format_markdown` (if the experiment has one)."""
     if exp.verdict is not None and table:
-        lines += [exp.verdict(exp, table), ""]
-    return "\n".join(lines)
+        return exp.verdict(exp, table) + "\n"
+    return ""
 
 
 #: the file of a ``reproduce`` folder that says what it holds (experiment, variants, seeds,

@@ -1,0 +1,50 @@
+"""``python -m ddlsched.warmup``: the last step of ``make run``'s set-up (issue #15).
+
+Two things every first run would otherwise pay for, done at once on two cores: a child process
+imports what ``ddlsched reproduce`` imports, writing their byte-code (the set-up installs
+without byte-compiling whole packages, which took longer than the install), while this process
+compiles the iteration-level kernel into numba's cache (``core/compiledtask.warm_up``, about
+10 s once per checkout). Prints nothing; a failure here is not fatal (the runs compile then).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+#: what ``reproduce`` and its worker processes import
+MODULES = (
+    "ddlsched.cli",
+    "ddlsched.api",
+    "ddlsched.experiments",
+    "ddlsched.experiments.plots",
+    "ddlsched.core.compiledtask",
+    "ddlsched.core.taskexec",
+    "ddlsched.policies.builtin",
+    "ddlsched.policies.registry",
+    "matplotlib.pyplot",
+    "scipy.stats",
+    "scipy.optimize",
+    "pyarrow.parquet",
+    "yaml",
+)
+
+
+def main() -> int:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["MPLBACKEND"] = "Agg"
+    code = f"import importlib\nfor m in {MODULES!r}:\n    importlib.import_module(m)\n"
+    child = subprocess.Popen([sys.executable, "-c", code], env=env)
+    try:
+        from .core.compiledtask import compiled_available, warm_up
+
+        if compiled_available():
+            warm_up()
+    finally:
+        child.wait(timeout=600)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
