@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from ddlsched.errors import InputError
 from ddlsched.workloads import read_trace
 from ddlsched.workloads.gavel_gen import (
     GAVEL_SCALE_FACTORS,
@@ -159,3 +160,30 @@ def test_trace_round_trips_through_our_reader(ones, tmp_path, columns):
         assert s.arrival == pytest.approx(j.arrival, abs=1e-6)
         assert s.model.name == j.job_type
     assert math.isclose(specs[-1].arrival, round(jobs[-1].arrival, 6))
+
+
+def test_gavel_preset_equals_reading_the_written_trace(tmp_path, monkeypatch):
+    """``gavel-N@RATE`` gives the jobs that writing Gavel's trace and reading it back with the
+    throughputs gives: per-type durations included, field for field."""
+    from ddlsched.workloads.presets import load_workload
+    from ddlsched.workloads.trace_formats import read_gavel
+
+    rates = {"v100": 4.0, "p100": 2.0, "k80": 1.0}
+    data = {
+        gpu: {
+            f"('{t.model}', {k})": {"null": r * k} for t in JOB_TABLE for k in GAVEL_SCALE_FACTORS
+        }
+        for gpu, r in rates.items()
+    }
+    (tmp_path / "simulation_throughputs.json").write_text(json.dumps(data))
+    monkeypatch.setenv("DDLSCHED_GAVEL_DATA", str(tmp_path))
+    jobs = load_workload("gavel-multi-40@3", seed=2)
+    raw = generate_gavel_jobs(
+        40, 1200.0, 2, tmp_path / "simulation_throughputs.json", multi_gpu=True
+    )
+    trace = write_gavel_trace(raw, tmp_path / "g.trace")
+    want = read_gavel(trace, throughputs=tmp_path / "simulation_throughputs.json")
+    assert jobs == want
+    assert dict(jobs[0].type_durations)["k80"] == 4 * dict(jobs[0].type_durations)["v100"]
+    with pytest.raises(InputError, match="rate > 0"):
+        load_workload("gavel-10@0", seed=0)

@@ -39,6 +39,7 @@ __all__ = [
     "GavelJob",
     "GavelTemplate",
     "JOB_TABLE",
+    "gavel_workload",
     "generate_gavel_jobs",
     "write_gavel_trace",
 ]
@@ -283,3 +284,55 @@ def write_gavel_trace(jobs: list[GavelJob], path: str | Path, *, columns: int = 
     p = Path(path)
     p.write_text("".join(lines), encoding="utf-8")
     return p
+
+
+def gavel_workload(
+    num_jobs: int,
+    jobs_per_hour: float,
+    seed: int,
+    throughputs_path: str | Path,
+    *,
+    multi_gpu: bool = False,
+) -> list:
+    """The jobs of :func:`generate_gavel_jobs` as ddlsched trace jobs, exactly as reading
+    their Gavel trace file gives them (``read_gavel`` with the throughputs: whole
+    ``total_steps`` as the file holds them, the reference ``duration`` on V100 and one per
+    GPU type). ``jobs_per_hour``: Gavel's input job rate (``lam`` = 3600 / rate seconds)."""
+    from ..core.job import JobSpec
+    from .trace_formats import (
+        _throughput,
+        _type_durations,
+        batch_from_name,
+        gavel_types,
+        placeholder_model,
+    )
+
+    if not jobs_per_hour > 0 or math.isinf(jobs_per_hour):
+        raise ValueError("jobs_per_hour must be finite and > 0")
+    raw = generate_gavel_jobs(
+        num_jobs, 3600.0 / jobs_per_hour, seed, throughputs_path, multi_gpu=multi_gpu
+    )
+    ref = gavel_throughputs(throughputs_path, "v100")
+    types = gavel_types(throughputs_path)
+    profiles: dict = {}
+    out = []
+    for i, g in enumerate(raw):
+        steps = int(g.total_steps)  # the trace file holds whole steps (Gavel's own dump too)
+        thr = _throughput(ref, g.job_type, g.scale_factor, throughputs_path, "gavel", i + 1)
+        model = profiles.get(g.job_type)
+        if model is None:
+            model = profiles[g.job_type] = placeholder_model(
+                g.job_type, batch_from_name(g.job_type)
+            )
+        out.append(
+            JobSpec(
+                job_id=i,
+                arrival=float(f"{g.arrival:f}"),  # the trace file's 6 decimals
+                num_gpus=g.scale_factor,
+                iterations=steps,
+                model=model,
+                duration=steps / thr,
+                type_durations=_type_durations(types, g.job_type, g.scale_factor, steps),
+            )
+        )
+    return out

@@ -96,10 +96,37 @@ def _preset(
 
         n = _luo24_size(sized.group(1)) if sized else 240
         return generate_pollux_workload(seed, num_jobs=n, philly=philly, **knobs)  # type: ignore[arg-type]
+    gavel = GAVEL_PRESET.match(name)
+    if gavel and not is_file(spec):  # Gavel's generator (issue #17)
+        return _gavel(gavel, seed)
     gen = WORKLOAD_PRESETS.get(name)
     if gen is not None and not is_file(spec):
         return gen(seed)
     return None
+
+
+#: ``gavel-N@RATE`` / ``gavel-multi-N@RATE``: N jobs of Gavel's generator (1 GPU, or Gavel's
+#: multi-GPU mix) arriving at RATE jobs per hour (Poisson), with the run's seed
+GAVEL_PRESET = re.compile(r"^gavel-(multi-)?([0-9]{1,9})@([0-9]+(?:\.[0-9]+)?)$")
+
+
+def _gavel(m: re.Match[str], seed: int) -> list[JobSpec]:
+    from .gavel_gen import gavel_workload
+    from .traces import gavel_data_file
+
+    n, rate = int(m.group(2)), float(m.group(3))
+    if not 1 <= n <= MAX_LUO24_JOBS:
+        raise InputError(f"gavel-N@RATE needs 1 ≤ N ≤ {MAX_LUO24_JOBS:,} jobs", field="workload")
+    if not rate > 0:
+        raise InputError("gavel-N@RATE needs a rate > 0 jobs per hour", field="workload")
+    found = gavel_data_file()
+    if found is None:
+        raise InputError(
+            "gavel-N@RATE needs Gavel's simulation_throughputs.json: set $DDLSCHED_GAVEL_DATA "
+            "to its folder or put it in ../shared/data/gavel",
+            field="workload",
+        )
+    return gavel_workload(n, rate, seed, found, multi_gpu=bool(m.group(1)))
 
 
 #: the most jobs ``luo24-N`` generates (a typo such as ``luo24-100000000`` must not exhaust memory)
