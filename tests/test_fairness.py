@@ -117,9 +117,44 @@ def test_check_accepts_the_file_and_catches_a_changed_rho(tmp_path: Path) -> Non
     assert "fairness" in rules
 
 
-def test_without_alone_times_there_is_no_fairness_file(tmp_path: Path) -> None:
-    # model (Wang) jobs: the executor has no alone_time yet, so no keys and no file
-    res = simulate(Cluster.homogeneous(16, 4), _wang_jobs(), "ada-srsf")
+@pytest.mark.parametrize(
+    ("gpus", "granularity"), [(1, "iteration"), (8, "iteration"), (1, "job"), (8, "job")]
+)
+def test_a_model_job_alone_has_rho_one(gpus: int, granularity: str) -> None:
+    # Wang's model: alone, an iteration is t_f + t_b (+ one uncontended all-reduce across
+    # servers), so the JCT is exactly the alone time (on the 1 ns grid)
+    spec = _wang_jobs()[0]
+    spec = JobSpec(0, 0.0, gpus, 300, spec.model)
+    res = simulate(
+        Cluster.homogeneous(4, 4), [spec], "ada-srsf", settings={"granularity": granularity}
+    )
+    (row,) = res.fairness
+    assert row[2] == 1.0 and row[4] == pytest.approx(1.0, abs=1e-9)
+    cross = gpus > 4
+    assert (row[1] > 300 * spec.model.t_compute) is cross
+
+
+def test_yu_planner_runs_report_fairness() -> None:
+    from ddlsched.workloads.presets import load_workload
+
+    jobs = list(load_workload("yu22", 0))[:6]
+    res = simulate(Cluster.homogeneous(4, 8), jobs, "sjf-bco")
+    assert len(res.fairness) == 6 and res.summary["max_ftf_rho"] >= 1.0 - 1e-9
+
+
+def test_a_rate_model_without_alone_times_gives_no_fairness(tmp_path: Path) -> None:
+    from ddlsched.core.jobexec import JobExecutor
+    from ddlsched.core.simulator import Simulator
+    from ddlsched.policies.registry import make_policy
+
+    class Plain:  # a user's rate model: iteration times only
+        def iteration_time(self, job, ex) -> float:
+            return job.spec.model.t_compute
+
+    sim = Simulator(
+        Cluster.homogeneous(2, 4), _wang_jobs()[:3], make_policy("ada-srsf"), JobExecutor(Plain())
+    )
+    res = sim.run()
     assert res.fairness == () and "avg_ftf_rho" not in res.summary
     write_result(res, tmp_path / "r")
     assert not (tmp_path / "r" / "fairness.csv").exists()

@@ -109,6 +109,18 @@ class Cluster:
     def placement_label(self, gpus: tuple[int, ...] | list[int]) -> str:
         return ";".join(self.gpu_label(g) for g in gpus)
 
+    def consolidated_servers(self, need: int) -> tuple[int, ...]:
+        """The fewest servers that hold ``need`` GPUs, largest first (lowest index on ties):
+        where a job alone on the cluster runs most consolidated."""
+        order = sorted(range(self.num_servers), key=lambda s: (-self.servers[s].num_gpus, s))
+        out: list[int] = []
+        for s in order:
+            if need <= 0:
+                break
+            out.append(s)
+            need -= self.servers[s].num_gpus
+        return tuple(sorted(out))
+
     def servers_of(self, gpus: tuple[int, ...] | list[int]) -> tuple[int, ...]:
         """Distinct servers a GPU set spans, in cluster order."""
         return tuple(sorted({self.gpu_server[g] for g in gpus}))

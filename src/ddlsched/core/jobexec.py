@@ -15,6 +15,8 @@ from ..perf.contention import MB, LinearContention
 from .state import JobState
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .cluster import Cluster
+    from .job import JobSpec
     from .simulator import Simulator
 
 
@@ -22,6 +24,15 @@ class RateModel(Protocol):
     def iteration_time(self, job: JobState, ex: JobExecutor) -> float:
         """Seconds per iteration of ``job`` in the current running set."""
         ...
+
+
+class AloneRate(Protocol):
+    """A rate model that also gives a job's iteration time alone (no other job anywhere) on a
+    placement's ``servers`` (for ``JobExecutor.alone_time``, the base of fairness metrics)."""
+
+    def alone_iteration(
+        self, cluster: Cluster, spec: JobSpec, servers: tuple[int, ...]
+    ) -> float: ...
 
 
 class WangJobLevel:
@@ -33,6 +44,13 @@ class WangJobLevel:
 
     def __init__(self, model: LinearContention | None = None) -> None:
         self.model = model or LinearContention()
+
+    def alone_iteration(self, cluster: Cluster, spec: JobSpec, servers: tuple[int, ...]) -> float:
+        """t_f + t_b, plus one all-reduce with no other (k = 1) when it spans servers."""
+        t = spec.model.t_compute
+        if len(servers) > 1:
+            t += self.model.time(spec.model.size_mb * MB, 1)
+        return t
 
     def iteration_time(self, job: JobState, ex: JobExecutor) -> float:
         sim = ex.sim
@@ -76,6 +94,17 @@ class JobExecutor:
 
     def busy_gpu_seconds(self) -> float:
         return self.busy
+
+    def alone_time(self, job: JobState) -> float:
+        """Seconds ``job`` needs alone on its most consolidated placement (``AloneTimes``):
+        its iterations × the rate model's ``alone_iteration`` (``NotImplementedError`` if the
+        rate model has none: the run then reports no fairness metrics)."""
+        alone = getattr(self.rate_model, "alone_iteration", None)
+        if alone is None:
+            raise NotImplementedError("this rate model gives no alone iteration time")
+        cl = self.sim.cluster
+        spec = job.spec
+        return spec.iterations * alone(cl, spec, cl.consolidated_servers(spec.num_gpus))
 
     def _touch(self, job: JobState) -> None:
         """Mark every job sharing a GPU or (if cross-server) a server with ``job`` for re-timing."""

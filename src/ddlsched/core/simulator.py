@@ -495,7 +495,10 @@ class Simulator:
                 )
             raise RuntimeError(text)
         alone = self.executor.alone_time if isinstance(self.executor, AloneTimes) else None
-        res = build_result(self.cluster, self.jobs, self.executor.busy_gpu_seconds(), alone)
+        try:
+            res = build_result(self.cluster, self.jobs, self.executor.busy_gpu_seconds(), alone)
+        except NotImplementedError:  # an executor (rate model) without alone times
+            res = build_result(self.cluster, self.jobs, self.executor.busy_gpu_seconds())
         res = replace(res, resolved=dict(self.resolved))
         # what the run allowed, for `ddlsched check`: jobs per GPU (0 = memory only) and
         # whether jobs may run on another GPU count than they asked for

@@ -193,6 +193,16 @@ class TaskExecutor:
         #: False = one event per forward/backward task (the reference the shortcuts must match)
         self.shortcuts = shortcuts
 
+    def alone_time(self, job: JobState) -> float:
+        """Seconds ``job`` needs alone on its most consolidated placement (``AloneTimes``):
+        iterations × (t_f + t_b, plus one uncontended all-reduce when it spans servers), as
+        ``WangJobLevel`` times an iteration with no other job."""
+        spec = job.spec
+        t = spec.model.t_compute
+        if len(self.sim.cluster.consolidated_servers(spec.num_gpus)) > 1:
+            t += self.model.time(spec.model.size_mb * MB, 1)
+        return spec.iterations * t
+
     # ------------------------------------------------------------------ setup
     def attach(self, sim: Simulator) -> None:
         self.sim = sim

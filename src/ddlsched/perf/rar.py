@@ -115,6 +115,12 @@ class RarRate:
         self.model = model or RarModel()
         self.slot: float | None = 1.0 if time_slots else None
 
+    def alone_iteration(self, cluster: Cluster, spec: JobSpec, servers: tuple[int, ...]) -> float:
+        """Eq. 8 with no other cross-server job (p = 0: the whole link), its overhead
+        included; slotted in time-slot mode."""
+        t = self.model.time_for(cluster, spec, servers, 0)
+        return slotted(t) if self.slot else t
+
     def iteration_time(self, job: JobState, ex: JobExecutor) -> float:
         p = max(len(ex.cross_on[s]) for s in job.servers) if job.cross_server else 0
         t = self.model.time_for(ex.sim.cluster, job.spec, job.servers, p)

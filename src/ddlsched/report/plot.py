@@ -87,8 +87,8 @@ def plot_runs(
             if list(kinds) == list(KINDS):
                 continue  # every kind by default: runs without fairness.csv skip this one
             raise InputError(
-                "no run has fairness.csv (finish-time fairness is written for trace and "
-                "application-profile jobs)",
+                "no run has fairness.csv (runs of this version write it; a user's rate "
+                "model without alone times does not)",
                 field="--kind",
             )
         if kind == "gantt":
