@@ -286,6 +286,7 @@ def test_cli_plot_and_report_on_a_real_run(tmp_path: Path, capsys) -> None:
         "gantt-srsf1.png",
         "jct-cdf.png",
         "queue-cdf.png",
+        "rho-cdf.png",
         "util.png",
     ]
     assert all((plots / n).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for n in names)
@@ -295,7 +296,7 @@ def test_cli_plot_and_report_on_a_real_run(tmp_path: Path, capsys) -> None:
     html = tmp_path / "report.html"
     assert main(["report", str(tmp_path / "runs"), "--out", str(html), "--title", "Tiny"]) == 0
     text = html.read_text()
-    assert "<h1>Tiny</h1>" in text and text.count("<img ") == 6
+    assert "<h1>Tiny</h1>" in text and text.count("<img ") == 7  # with the ρ CDF
     capsys.readouterr()
 
 
