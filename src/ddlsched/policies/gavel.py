@@ -98,7 +98,9 @@ Deviations (everything else is as above):
   most; rounds here are up to a few seconds longer.
 * Solutions of the LPs are HiGHS's (``gavel_lp``, with its refining second LP where the optimum
   is not unique); Gavel's are ECOS's interior-point solutions (tiny positive values where HiGHS
-  gives exact zeros, so Gavel's priorities of such entries are tiny but positive).
+  gives exact zeros, so Gavel's priorities of such entries are tiny but positive). Here X is
+  rounded to 1e-6 (gavel_lp's refining LP moves optima by ~1e-9), so that jobs the LP treats alike tie and the stable sort's arrival order
+  decides, not the solver's last bits.
 * A job no type can hold (more GPUs than any type has, or no throughput on a type that could)
   is an error here; Gavel's simulator would loop forever. If all jobs have arrived, nothing
   runs and a forced reset does not change that, Gavel loops forever; here the run ends and
@@ -129,6 +131,8 @@ if TYPE_CHECKING:  # pragma: no cover
 GAVEL_ORDER = ("v100", "p100", "k80")
 #: allocation kinds → (Gavel's policy class names without "_Perf")
 ALLOCATIONS = ("fifo", "max_min_fairness", "finish_time_fairness", "min_total_duration")
+#: allocations are rounded to this many decimals (solver round-off is not a preference)
+_DIGITS = 6
 #: a round end estimated this close to the deadline is the deadline (float slack, seconds)
 _SLACK = 1e-6
 
@@ -521,6 +525,7 @@ class GavelPolicy:
                 X = gavel_lp.finish_time_fairness_perf(T, scale, counts, left, since, cum)
                 self._prev_left = dict(zip(ids, left.tolist(), strict=True))
                 self._prev_iso = dict(zip(ids, iso.tolist(), strict=True))
+        X = np.round(X, _DIGITS)  # ties the LP makes are ties (module doc, deviations)
         return {j: X[i].tolist() for i, j in enumerate(ids)}
 
     def _reference(self, T: np.ndarray, ids: list[int]) -> np.ndarray:
