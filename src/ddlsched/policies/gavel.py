@@ -12,10 +12,12 @@ on ddlsched's engine. "scheduler.py:f" below is scheduler/scheduler.py, function
 What is followed, step by step (all from the code; the paper, §5, describes the same mechanism
 without the constants):
 
-1. Rounds (scheduler.py:simulate). A round lasts ``gavel_round`` seconds (Gavel's
-   ``time_per_iteration``, default 360). Every job scheduled for a round runs one "micro-task"
-   of that length, or less if it finishes; the round ends when the last micro-task ends: after
-   ``gavel_round`` seconds, or earlier when every scheduled job finished. The next round is
+1. Rounds (scheduler.py:simulate, _get_num_steps, _get_job_steps_and_finish_times). Every
+   job scheduled for a round runs one "micro-task" of ``int(thr × gavel_round)`` whole steps
+   (thr: its steps/s on its type, from ``JobSpec.iterations`` = Gavel's total_steps;
+   ``gavel_round`` is Gavel's ``time_per_iteration``, default 360), i.e. ``int(thr × 360) /
+   thr`` ≤ 360 s (a job without a step count: 360 s), or less if it finishes; the round ends
+   when the last micro-task ends, earlier when every scheduled job finished. The next round is
    decided at that instant. A job that finishes mid-round leaves its GPUs idle until the round
    ends (the simulator only looks at the cluster at round ends). Jobs that arrive during a round
    are seen at its end (``arrival_time <= current_timestamp``); when no job ran in a round, the
@@ -90,19 +92,19 @@ without the constants):
 
 Deviations (everything else is as above):
 
-* Round length. A Gavel micro-task runs ``int(throughput × 360)`` whole steps, taking
-  ``int(thr × 360) / thr`` ≤ 360 s, and the round ends at the last micro-task's end; here a job
-  progresses continuously and a full round is exactly ``gavel_round`` seconds. The difference is
-  under one step per job per round: ≤ 0.8 % of a round's progress for the slowest job type of
-  Gavel's throughputs file (ResNet-50, batch 128, on a K80: 125 steps per round), ≤ 0.2 % for
-  most; rounds here are up to a few seconds longer.
+* Progress within a round. Round times and the time accounted per job are Gavel's (item 1),
+  but a job progresses continuously while it holds its GPUs: one whose micro-task ends before
+  the round does keeps working until the round ends (Gavel: it idles), at most one step more
+  per round: ≤ 0.8 % of a round's progress for the slowest job type of Gavel's throughputs
+  file (ResNet-50, batch 128, on a K80: 125 steps per round), ≤ 0.2 % for most.
 * Solutions of the LPs are HiGHS's (``gavel_lp``, with its refining second LP where the optimum
   is not unique); Gavel's are ECOS's interior-point solutions (tiny positive values where HiGHS
   gives exact zeros, so Gavel's priorities of such entries are tiny but positive). Here X is
   rounded to 1e-6 (gavel_lp's refining LP moves optima by ~1e-9), so that jobs the LP treats
-  alike tie and the stable sort's arrival order decides, not the solver's last bits. The agnostic policies' LPs see the same throughput
-  on every type, so any split of a job's time over the types is optimal: HiGHS returns a
-  vertex (a job's time all on one type), ECOS a central point. Here each job's total time is
+  alike tie and the stable sort's arrival order decides, not the solver's last bits. The
+  agnostic policies' LPs see the same throughput on every type, so any split of a job's time
+  over the types is optimal: HiGHS returns a vertex (a job's time all on one type), ECOS a
+  central point. Here each job's total time is
   split in proportion to the types' GPU counts (what the central point is on Gavel's
   equal-count clusters). On eight 100-job traces run by Gavel's own simulator (docs/gavel.md)
   the average JCT of ``finish-time-fairness`` differed from Gavel's by up to 15 % with the
