@@ -2,7 +2,8 @@
 committed under ``tests/golden/<case>/`` and compared byte for byte by ``test_golden.py``.
 
 Regenerate (only when a change of output is intended, and say why in the commit):
-``python tests/golden_cases.py`` from the repository root.
+``python tests/golden_cases.py`` from the repository root (``python tests/golden_cases.py CASE …``:
+only those cases).
 """
 
 from __future__ import annotations
@@ -26,6 +27,18 @@ TRACE = """arrival,num_gpus,duration
 75,2,200
 90,1,50
 100,8,100
+"""
+
+#: the same kind of trace with per-type durations (seconds on v100, p100, k80) for Gavel's
+#: policies on a gavel-V:P:K cluster
+TRACE_TYPED = """arrival,num_gpus,duration,type_durations
+0,2,3000,v100=3000;p100=4200;k80=9000
+10,1,1200,v100=1200;p100=1300;k80=1500
+20,1,800,v100=800;p100=1700;k80=8000
+400,2,5000,v100=5000;p100=5600;k80=6000
+900,1,600,v100=600;p100=900;k80=2400
+3000,1,300,v100=300;p100=400;k80=900
+3100,2,2000,v100=2000;p100=2600;k80=7000
 """
 
 
@@ -69,6 +82,16 @@ def cases() -> list[Case]:
             )
     for pol in ("fifo", "sjf", "tiresias"):
         out.append(Case(f"trace-{pol}", cluster="tiny", workload="TRACE", policy=pol))
+    for pol in (
+        "gavel-fifo",
+        "gavel-fifo-perf",
+        "max-min-fairness",
+        "max-min-fairness-perf",
+        "finish-time-fairness",
+        "finish-time-fairness-perf",
+        "min-total-duration-perf",
+    ):
+        out.append(Case(f"{pol}", cluster="gavel-2:1:2", workload="TRACE_TYPED", policy=pol))
     return out
 
 
@@ -77,9 +100,9 @@ def run_case(case: Case, out: Path, workdir: Path) -> None:
     from ddlsched.config import build_run_config, run_config
 
     workload = case.workload
-    if workload == "TRACE":
+    if workload in ("TRACE", "TRACE_TYPED"):
         trace = workdir / "trace.csv"
-        trace.write_text(TRACE)
+        trace.write_text(TRACE if workload == "TRACE" else TRACE_TYPED)
         workload = str(trace)
     run = {"cluster": case.cluster, "workload": workload, "policy": case.policy, "seed": 0}
     if case.placement:
@@ -112,14 +135,19 @@ def read_run(out: Path, workdir: Path) -> dict[str, bytes]:
     return normalise({f.name: f.read_bytes() for f in sorted(out.iterdir())}, workdir)
 
 
-def regenerate() -> None:
+def regenerate(names: list[str] | None = None) -> None:
+    """Rewrite the golden copies: every case, or only the cases ``names``."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        if GOLDEN.exists():
+        if GOLDEN.exists() and not names:
             shutil.rmtree(GOLDEN)
         for case in cases():
+            if names and case.name not in names:
+                continue
+            if (GOLDEN / case.name).exists():
+                shutil.rmtree(GOLDEN / case.name)
             out = work / case.name
             run_case(case, out, work)
             dest = GOLDEN / case.name
@@ -130,4 +158,4 @@ def regenerate() -> None:
 
 
 if __name__ == "__main__":
-    regenerate()
+    regenerate(sys.argv[1:])

@@ -16,6 +16,7 @@ from ddlsched import InputError, load_cluster, load_workload, simulate, simulate
 from ddlsched.api import policies_for
 from ddlsched.planning.planners import PLANNER_NAMES
 from ddlsched.policies import plugins
+from ddlsched.policies.gavel import POLICIES as GAVEL
 from ddlsched.policies.plugins import (
     JOB_KINDS,
     MODEL_JOBS,
@@ -133,7 +134,7 @@ def test_list_shows_a_plugin_s_policies_with_their_kinds(plugin) -> None:
 
 def test_the_registry_is_the_one_list_of_builtin_names() -> None:
     names = builtin_policy_names()
-    assert len(names) == len(set(names)) == 16
+    assert len(names) == len(set(names)) == 16 + len(GAVEL)
     by_kind = {n for k in JOB_KINDS for n in policies_for(k)}
     assert by_kind == set(names)
     assert set(PLANNER_NAMES) == {"sjf-bco", "yu-ff", "yu-ls", "yu-rand"}
@@ -257,6 +258,8 @@ def test_the_settings_a_builtin_reads_come_from_the_registry() -> None:
         "backfill": {"fifo", "sjf"},
         "tiresias_thresholds": {"tiresias"},
         "pollux_ncf_batch": {"pollux"},
+        **{k: set(GAVEL) for k in ("gavel_round", "gavel_reset_interval")},
+        "gavel_fifo_quirk": {"gavel-fifo"},
     }
     for key, names in readers.items():
         where = SCOPES[key][0]

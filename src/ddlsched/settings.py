@@ -68,7 +68,16 @@ class IterationSettings:
 #: made before they existed: how a run is computed (same results either way), and knobs that
 #: were added later with defaults that change nothing
 RECORDED_IF_CHANGED = frozenset(
-    {"compiled", "large_share", "gpu_weights", "duration_scale", "jobs_per_hour"}
+    {
+        "compiled",
+        "large_share",
+        "gpu_weights",
+        "duration_scale",
+        "jobs_per_hour",
+        "gavel_round",
+        "gavel_reset_interval",
+        "gavel_fifo_quirk",
+    }
 )
 
 
@@ -123,6 +132,11 @@ class PolicySettings:
     tiresias_thresholds: str = "16"  # GPU-hours between Tiresias queues, comma-separated
     backfill: bool = True  # fifo/sjf: a job that does not fit is skipped (false: it blocks)
     pollux_ncf_batch: int = 32768  # Pollux artifact quirk: NCF on 1 replica at this batch; 0: off
+    # Gavel's round-based policies (policies/gavel.py): its time_per_iteration, its
+    # minimum_time_between_allocation_resets, and its FIFO's every-job-on-v100 slip
+    gavel_round: float = 360.0
+    gavel_reset_interval: float = 1920.0
+    gavel_fifo_quirk: bool = False
 
 
 @dataclass(frozen=True)
@@ -278,7 +292,15 @@ class Settings(
                     source=source,
                     field=name,
                 )
-        for name in ("a", "restart_delay", "rescale_delay", "interval", "horizon"):
+        for name in (
+            "a",
+            "restart_delay",
+            "rescale_delay",
+            "interval",
+            "horizon",
+            "gavel_round",
+            "gavel_reset_interval",
+        ):
             if getattr(self, name) > MAX_TIME:
                 raise InputError(
                     "must be ≤ 1e9 s (the engine's time range, docs/models.md)",
@@ -299,6 +321,7 @@ class Settings(
             "xi2",
             "alpha",
             "pollux_ncf_batch",
+            "gavel_reset_interval",
         ):
             if getattr(self, name) < 0:
                 raise InputError("must be ≥ 0", source=source, field=name)
@@ -311,12 +334,13 @@ class Settings(
             raise InputError("must be ≥ 1", source=source, field="lam")
         if self.horizon < 1:
             raise InputError("must be ≥ 1", source=source, field="horizon")
-        if not self.interval >= MIN_DURATION:
-            raise InputError(
-                "must be ≥ 1e-6 s (1 µs; the engine rounds times to 1 ns, docs/models.md)",
-                source=source,
-                field="interval",
-            )
+        for name in ("interval", "gavel_round"):
+            if not getattr(self, name) >= MIN_DURATION:
+                raise InputError(
+                    "must be ≥ 1e-6 s (1 µs; the engine rounds times to 1 ns, docs/models.md)",
+                    source=source,
+                    field=name,
+                )
         try:
             hours = self.tiresias_thresholds_hours
         except NumberError:

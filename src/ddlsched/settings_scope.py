@@ -82,6 +82,10 @@ _RAR = "to the RAR model (planners, or model=rar)"
 _PLANNERS = "to planners (sjf-bco, yu-ff, yu-ls, yu-rand)"
 _PROFILE = "to application-profile jobs"
 _SHARING = "to application-profile jobs under a GPU-sharing policy (sjf-ffs, sjf-bsbf)"
+_GAVEL = (
+    "gavel-fifo, gavel-fifo-perf, max-min-fairness, max-min-fairness-perf, "
+    "finish-time-fairness, finish-time-fairness-perf, min-total-duration-perf"
+)
 
 
 def _always(r: RunScope) -> bool:
@@ -139,6 +143,11 @@ SCOPES: dict[str, Rule] = {
     ),
     "tiresias_thresholds": ("with the tiresias policy", _reads("tiresias_thresholds")),
     "pollux_ncf_batch": ("with the pollux policy", _reads("pollux_ncf_batch")),
+    **{
+        k: (f"with Gavel's policies ({_GAVEL})", _reads(k))
+        for k in ("gavel_round", "gavel_reset_interval")
+    },
+    "gavel_fifo_quirk": ("with the gavel-fifo policy", _reads("gavel_fifo_quirk")),
     # checked by check_workload_scope (the workload, not the run, decides)
     "philly": (_LUO24_GEN, _always),
     "large_share": (_LUO24_GEN, _always),

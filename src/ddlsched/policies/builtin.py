@@ -64,6 +64,30 @@ def _pollux(settings: Settings, placement: str | None) -> Any:
     )
 
 
+# --- Gavel's round-based policies of trace jobs (heterogeneous clusters, issue #17) ---------
+def _gavel(settings: Settings, placement: str | None, name: str = "") -> Any:
+    from .gavel import make_gavel
+
+    return make_gavel(
+        name,
+        round_length=settings.gavel_round,
+        reset_interval=settings.gavel_reset_interval,
+        fifo_quirk=settings.gavel_fifo_quirk,
+    )
+
+
+#: ``--policy`` name → what ``ddlsched list`` says (policies/gavel.py: Gavel's policy)
+GAVEL_DESCRIPTIONS = {
+    "gavel-fifo": "Gavel's FIFO: arrival order on a random GPU type, in 360 s rounds",
+    "gavel-fifo-perf": "Gavel's FIFO on each job's fastest GPU type with room (360 s rounds)",
+    "max-min-fairness": "Gavel's LAS: max-min fair time shares, blind to GPU type (rounds)",
+    "max-min-fairness-perf": "Gavel's heterogeneity-aware max-min fairness (LP, 360 s rounds)",
+    "finish-time-fairness": "Gavel's finish-time fairness, blind to GPU type (rounds)",
+    "finish-time-fairness-perf": "Gavel's heterogeneity-aware finish-time fairness (rounds)",
+    "min-total-duration-perf": "Gavel's minimum makespan allocation (LP, 360 s rounds)",
+}
+
+
 def register_builtins(register_policy: Callable[..., Any]) -> None:
     """Register every built-in policy with ``register_policy`` (``policies.plugins`` passes its
     own, on the registry's first use: this module imports nothing of the registry)."""
@@ -100,6 +124,22 @@ def register_builtins(register_policy: Callable[..., Any]) -> None:
             places_jobs=True,
             builtin=True,
             settings=("lam", "bco_kappa") if _name == "sjf-bco" else (),
+        )
+
+    for _name, _text in GAVEL_DESCRIPTIONS.items():
+
+        def _gavel_policy(settings: Settings, placement: str | None, name: str = _name) -> Any:
+            return _gavel(settings, placement, name)
+
+        _reads = ("gavel_round", "gavel_reset_interval")
+        register_policy(
+            _name,
+            _gavel_policy,
+            description=_text,
+            kinds=(TRACE_JOBS,),
+            places_jobs=True,
+            builtin=True,
+            settings=(*_reads, "gavel_fifo_quirk") if _name == "gavel-fifo" else _reads,
         )
 
     _JOB_LEVEL = (PROFILE_JOBS, TRACE_JOBS)

@@ -505,6 +505,9 @@ def finish_time_fairness_perf(
     X = _isolated_allocation(J, scale, counts)
     rho = rho_of(X)
     if method == "dinkelbach":
+        # lower bound on the optimum: every job alone on its fastest type
+        lo = float(((tss + R / T.max(axis=1)) / I).max()) * (1 - 1e-12)
+        prev_dec = None
         for _ in range(_BISECT_MAX_ITER):
             X_new = _max_min(coef(rho), scale, counts, refine=False)
             lam = float(((coef(rho) * X_new).sum(axis=1)).min())
@@ -513,7 +516,26 @@ def finish_time_fairness_perf(
                 if rho_new <= rho:
                     X, rho = X_new, rho_new
                 break
+            dec = rho - rho_new
             X, rho = X_new, rho_new
+            if rho - lo <= _BISECT_RTOL * rho:
+                break
+            if prev_dec is not None and dec < prev_dec:
+                # the steps shrink geometrically (linear convergence): try the limit of that
+                # series (Aitken); accepted only if an allocation reaches it, else a lower bound
+                q = dec / prev_dec
+                target = max(rho - dec * q / (1 - q), lo + 0.5 * (rho - lo))
+                if np.all(target * I - tss > 0):
+                    c_t = coef(target)
+                    X_t = _max_min(c_t, scale, counts, refine=False)
+                    if float(((c_t * X_t).sum(axis=1)).min()) >= 1.0:
+                        rho_t = rho_of(X_t)
+                        if rho_t < rho:
+                            X, rho = X_t, rho_t
+                        prev_dec = None
+                        continue
+                lo = max(lo, target)
+            prev_dec = dec
     else:
         base = _Base(T, scale, counts, extra=False)
         c = np.zeros(base.n)
