@@ -289,3 +289,36 @@ def test_bad_type_durations_cells(tmp_path: Path, cell: str, words: str) -> None
         read_trace(f)
     assert (info.value.line, info.value.field) == (2, "type_durations")
     assert words in info.value.message
+
+
+def test_fifo_avoids_a_type_the_job_cannot_run_on_and_tiresias_says_so() -> None:
+    inf = float("inf")
+    cl = Cluster(
+        servers=(
+            Server(num_gpus=2, gpu_type="B", speed=0.5),  # first in cluster order
+            Server(num_gpus=2, gpu_type="A"),
+        ),
+        typed=True,
+    )
+    jobs = [job(0, 2, 100.0, type_durations=(("A", 100.0), ("B", inf)))]
+    res = simulate(cl, jobs, "fifo")
+    assert res.jobs[0].placement == "1:0;1:1" and res.jobs[0].jct == 100.0
+    res = simulate(cl, jobs, "sjf")
+    assert res.jobs[0].placement == "1:0;1:1"
+    # a 4-GPU job needs B too: it can never start there → one clear error, not a traceback
+    big = [job(0, 4, 100.0, type_durations=(("A", 100.0), ("B", inf)))]
+    with pytest.raises(InputError, match="cannot run"):
+        simulate(cl, big, "tiresias")
+
+
+def test_gavel_zero_throughput_means_cannot_run(tmp_path: Path) -> None:
+    data = {
+        "v100": {"('X', 2)": {"null": 10.0}, "('X', 1)": {"null": 6.0}},
+        "k80": {"('X', 2)": {"null": 0.0}, "('X', 1)": {"null": 2.0}},
+    }
+    thr = tmp_path / "thr.json"
+    thr.write_text(json.dumps(data))
+    trace = _gavel_trace(tmp_path, [("X", 1000, 2, 0.0), ("X", 600, 1, 0.0)])
+    two, one = read_trace(trace, "gavel-philly", throughputs=thr)
+    assert dict(two.type_durations) == {"v100": 100.0, "k80": float("inf")}
+    assert dict(one.type_durations) == {"v100": 100.0, "k80": 300.0}

@@ -143,9 +143,15 @@ class DurationExecutor:
         if worst == spec.duration:
             return 1.0
         if not worst < float("inf"):
-            raise ValueError(
-                f"job {job.job_id} cannot run on the GPU types of GPUs {list(gpus)} (no "
-                "throughput there)"
+            from ..errors import InputError
+
+            kinds = sorted({self._types[g][0] for g in gpus})
+            raise InputError(
+                f"job {job.job_id} ({spec.model.name}, {spec.num_gpus} GPUs) was placed on GPU "
+                f"type(s) {', '.join(kinds)}, where it cannot run (its table: no throughput); "
+                f"policy {self.sim.policy.name} does not avoid such types (fifo, sjf and the "
+                "gavel policies do)",
+                field="gpu_type",
             )
         return worst / spec.duration
 

@@ -72,16 +72,21 @@ class FreeGpus:
             self._key[gpu] = key
             insort(self._ranked, key)
 
-    def consolidated(self, need: int) -> list[int] | None:
+    def consolidated(self, need: int, avoid: frozenset[int] = frozenset()) -> list[int] | None:
         """``need`` idle GPUs, server with the most idle GPUs first (lowest index on ties),
         lowest GPU ids within a server: the same choice as ``policies.placement.consolidated``
         over the idle set (each server but the last is drained, so it is a walk in
-        (idle count desc, server asc) order)."""
+        (idle count desc, server asc) order). ``avoid``: servers not to use (GPU types the job
+        cannot run on); None if the others have too few idle GPUs."""
         if need > self._count:
+            return None
+        if avoid and need > self._count - sum(len(self._per[s]) for s in avoid):
             return None
         out: list[int] = []
         for c in range(len(self._by_count) - 1, 0, -1):
             for s in self._by_count[c]:
+                if s in avoid:
+                    continue
                 take = min(c, need)
                 out += self._per[s][:take]
                 need -= take
@@ -89,10 +94,14 @@ class FreeGpus:
                     return out
         raise AssertionError("idle GPU count out of sync")  # pragma: no cover
 
-    def least_busy(self, need: int) -> list[int] | None:
-        """The ``need`` idle GPUs with the least busy time (ties: GPU id), in that order."""
+    def least_busy(self, need: int, avoid: frozenset[int] = frozenset()) -> list[int] | None:
+        """The ``need`` idle GPUs with the least busy time (ties: GPU id), in that order;
+        none on the servers in ``avoid``."""
         if self._busy is None:
             raise RuntimeError("this index was built without a busy-time source")
         if need > self._count:
             return None
-        return [g for _, g in self._ranked[:need]]
+        if not avoid:
+            return [g for _, g in self._ranked[:need]]
+        out = [g for _, g in self._ranked if self._server[g] not in avoid][:need]
+        return out if len(out) == need else None

@@ -1,5 +1,6 @@
 """Paper experiments (``ddlsched reproduce``)."""
 
+from .gavel import GAVEL_EXPERIMENTS
 from .luo24 import LUO24_EXPERIMENTS
 from .luo24_claim import CLAIM_EXPERIMENTS
 from .runner import Experiment, Row, run_experiment
@@ -15,6 +16,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         *YU22_OPTGAP_EXPERIMENTS,
         *LUO24_EXPERIMENTS,
         *CLAIM_EXPERIMENTS,
+        *GAVEL_EXPERIMENTS,
     ]
 }
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..core.protocols import JobConfig, JobTimes, ProfileEstimates
-from .placement import consolidated
+from .placement import cannot_run_on, consolidated
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.simulator import Simulator
@@ -111,11 +111,12 @@ class Exclusive(_Base):
         self._sync(sim)
         idle = sim.idle
         least_busy = self.placement == "least-busy"
+        blocked: set[int] = set()  # GPU counts whose head cannot run on the idle types now
         while True:
             free = len(idle)
             best: list[tuple[tuple, JobState]] | None = None
             for size, heap in self._waiting.items():
-                if heap and (size <= free or not self.backfill):
+                if heap and size not in blocked and (size <= free or not self.backfill):
                     if best is None or heap[0][0] < best[0][0]:
                         best = heap
             if best is None:
@@ -123,10 +124,19 @@ class Exclusive(_Base):
             job = best[0][1]
             if job.num_gpus > free:
                 return  # no backfill: the first waiting job blocks the queue
+            avoid = cannot_run_on(sim, job)
+            if least_busy:
+                gpus = idle.least_busy(job.num_gpus, avoid)
+            else:
+                gpus = idle.consolidated(job.num_gpus, avoid)
+            if gpus is None:  # only GPUs of types it cannot run on are idle
+                if not self.backfill:
+                    return
+                blocked.add(job.num_gpus)
+                continue
             heapq.heappop(best)
             self._held -= 1
-            gpus = idle.least_busy(job.num_gpus) if least_busy else idle.consolidated(job.num_gpus)
-            sim.start(job, gpus)  # type: ignore[arg-type]
+            sim.start(job, gpus)
 
 
 @dataclass

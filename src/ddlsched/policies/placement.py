@@ -26,6 +26,20 @@ def _available(job: JobState, sim: Simulator) -> list[int]:
     return [g for g in range(sim.cluster.num_gpus) if fits(job, g)]
 
 
+def cannot_run_on(sim: Simulator, job: JobState) -> frozenset[int]:
+    """Servers whose GPU type ``job`` cannot run on (its per-type table says ``inf``, e.g. a
+    Gavel configuration measured at 0 steps/s), on a cluster of declared types; else none."""
+    spec = job.spec
+    cl = sim.cluster
+    if not spec.type_durations or not cl.typed:
+        return frozenset()
+    bad = {t for t, d in spec.type_durations if not d < float("inf")}
+    if not bad:
+        return frozenset()
+    bad_cf = {t.casefold() for t in bad}
+    return frozenset(s for s, srv in enumerate(cl.servers) if srv.gpu_type.casefold() in bad_cf)
+
+
 def consolidated(sim: Simulator, free: set[int], need: int) -> list[int] | None:
     """``need`` GPUs from ``free``, server with the most free GPUs first (lowest index on ties)."""
     if len(free) < need:

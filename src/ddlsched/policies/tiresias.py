@@ -27,6 +27,8 @@ import heapq
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from .placement import cannot_run_on
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.simulator import Simulator
 
@@ -181,7 +183,11 @@ class Tiresias:
         self._running = admitted_ids
         # 4. placement of admitted jobs without GPUs (queue order): most free GPUs first
         for job in to_start:
-            gpus = sim.idle.consolidated(job.num_gpus)
+            # on GPU types the job can run on when possible (admission counts every GPU:
+            # where only others are idle, the engine refuses the placement with a message)
+            gpus = sim.idle.consolidated(job.num_gpus, cannot_run_on(sim, job))
+            if gpus is None:
+                gpus = sim.idle.consolidated(job.num_gpus)
             if gpus is None:  # cannot happen: admission kept the budget
                 raise RuntimeError("Tiresias admitted a job that does not fit")
             sim.start(job, gpus)

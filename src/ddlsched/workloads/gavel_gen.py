@@ -304,6 +304,7 @@ def gavel_workload(
         _type_durations,
         batch_from_name,
         gavel_types,
+        gavel_zeros,
         placeholder_model,
     )
 
@@ -314,6 +315,7 @@ def gavel_workload(
     )
     ref = gavel_throughputs(throughputs_path, "v100")
     types = gavel_types(throughputs_path)
+    zeros = gavel_zeros(throughputs_path)
     profiles: dict = {}
     out = []
     for i, g in enumerate(raw):
@@ -332,7 +334,7 @@ def gavel_workload(
                 iterations=steps,
                 model=model,
                 duration=steps / thr,
-                type_durations=_type_durations(types, g.job_type, g.scale_factor, steps),
+                type_durations=_type_durations(types, g.job_type, g.scale_factor, steps, zeros),
             )
         )
     return out

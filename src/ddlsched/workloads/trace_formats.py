@@ -197,6 +197,7 @@ def read_gavel(
     source = str(path)
     table = gavel_throughputs(throughputs, gpu_type) if throughputs is not None else None
     types = gavel_types(throughputs) if throughputs is not None else {}
+    zeros = gavel_zeros(throughputs) if throughputs is not None else frozenset()
     idx = {c: i for i, c in enumerate(columns)}
     jobs: list[JobSpec] = []
     profiles: dict[str, ModelProfile] = {}
@@ -232,7 +233,7 @@ def read_gavel(
                     line=line,
                     field="total_steps",
                 )
-            per_type = _type_durations(types, job_type, gpus, steps)
+            per_type = _type_durations(types, job_type, gpus, steps, zeros)
         profile = profiles.get(job_type)
         if profile is None:
             profile = profiles[job_type] = placeholder_model(job_type, batch_from_name(job_type))
@@ -253,15 +254,21 @@ def read_gavel(
 
 
 def _type_durations(
-    types: dict[str, dict[str, dict[int, float]]], job_type: str, gpus: int, steps: int
+    types: dict[str, dict[str, dict[int, float]]],
+    job_type: str,
+    gpus: int,
+    steps: int,
+    zeros: frozenset[tuple[str, str, int]] = frozenset(),
 ) -> tuple[tuple[str, float], ...]:
     """The job's seconds alone on each GPU type of the throughputs file (its plain types,
     not the ``*_unconsolidated`` ones): ``steps`` ÷ the type's throughput, extrapolated as for
-    ``duration``; ``inf`` where the file has no non-zero throughput for the job type."""
+    ``duration``; ``inf`` (cannot run there) where the file gives 0 steps/s for exactly this
+    job type and GPU count (``zeros``: Gavel's way of saying the configuration does not run,
+    e.g. ResNet-50 at batch 128 on 2–8 K80s) or no non-zero throughput for the job type."""
     out = []
     for name, table in types.items():
         measured = table.get(job_type)
-        if not measured:
+        if not measured or (name, job_type, gpus) in zeros:
             out.append((name, math.inf))
             continue
         if gpus in measured:
@@ -302,6 +309,30 @@ def gavel_types(path: str | Path) -> dict[str, dict[str, dict[int, float]]]:
     st = p.stat()
     data = _load_throughputs(str(p.resolve()), str(p), st.st_mtime_ns, st.st_size)
     return {k: v for k, v in data.items() if not k.endswith("_unconsolidated")}
+
+
+def gavel_zeros(path: str | Path) -> frozenset[tuple[str, str, int]]:
+    """(GPU type, job type, scale factor) that Gavel's throughputs file measures as 0 steps/s
+    alone: configurations that do not run (the readers otherwise skip zeros as unmeasured)."""
+    p = Path(path)
+    st = p.stat()
+    return _zeros(str(p.resolve()), str(p), st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=4)
+def _zeros(path: str, source: str, _mtime_ns: int, _size: int) -> frozenset[tuple[str, str, int]]:
+    data = load_json(Path(path).read_text(encoding="utf-8"), source)
+    out = set()
+    for gpu, entries in data.items() if isinstance(data, dict) else ():
+        for key, value in entries.items() if isinstance(entries, dict) else ():
+            m = _KEY_RE.match(key)
+            alone = value.get("null") if isinstance(value, dict) else None
+            if m and alone == 0:
+                try:
+                    out.add((gpu, m.group(1), parse_int(m.group(2))))
+                except NumberError:
+                    continue
+    return frozenset(out)
 
 
 @lru_cache(maxsize=4)
