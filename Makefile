@@ -56,6 +56,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_report.py
 	$(BIN)/python benchmarks/bench_traces.py
 	$(BIN)/python benchmarks/bench_service.py
+	$(BIN)/python benchmarks/bench_gavel.py
 
 clean:
 	rm -rf $(VENV) results build *.egg-info src/*.egg-info
