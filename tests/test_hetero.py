@@ -322,3 +322,31 @@ def test_gavel_zero_throughput_means_cannot_run(tmp_path: Path) -> None:
     two, one = read_trace(trace, "gavel-philly", throughputs=thr)
     assert dict(two.type_durations) == {"v100": 100.0, "k80": float("inf")}
     assert dict(one.type_durations) == {"v100": 100.0, "k80": 300.0}
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"granularity": "iteration"},
+        {"granularity": "iteration", "compiled": False},
+        {"granularity": "job"},
+        {"model": "rar"},
+    ],
+)
+def test_model_jobs_compute_at_the_slowest_workers_speed(settings) -> None:
+    from ddlsched.workloads.presets import load_workload
+
+    model = load_workload("wang20", 0)[0].model
+    slow_first = Cluster(
+        servers=(Server(num_gpus=4, gpu_type="K", speed=0.5), Server(num_gpus=4, gpu_type="V")),
+        typed=True,
+    )
+    same = Cluster(servers=(Server(num_gpus=4), Server(num_gpus=4)))
+    one = [JobSpec(0, 0.0, 1, 200, model)]
+    fast = simulate(same, one, "ada-srsf", placement="ff", settings=settings).jobs[0].jct
+    slow = simulate(slow_first, one, "ada-srsf", placement="ff", settings=settings).jobs[0]
+    assert slow.placement == "0:0"  # first fit: the slow server
+    if "model" not in settings:  # Wang: all compute, so twice as long
+        assert slow.jct == pytest.approx(2 * fast, rel=1e-9)
+    else:  # Yu's RAR: compute doubles, the per-server overhead does not
+        assert fast < slow.jct < 2 * fast

@@ -98,6 +98,22 @@ class Cluster:
             out[srv.gpu_type] = out.get(srv.gpu_type, 0) + srv.num_gpus
         return out
 
+    def slowest_speed(self, gpus: tuple[int, ...] | list[int]) -> float:
+        """The smallest speed factor among ``gpus`` (1.0 where types are undeclared): a
+        synchronous job's compute runs at its slowest worker's pace."""
+        if not self.typed:
+            return 1.0
+        return min(self.servers[self.gpu_server[g]].speed for g in gpus)
+
+    def mean_speed_time(self, seconds: float) -> float:
+        """``seconds`` of speed-1 compute on an equal time-share of the GPU types (in
+        proportion to their counts): 1 ÷ Σ_t (c_t/G) · speed_t / seconds (``seconds`` where
+        types are undeclared)."""
+        if not self.typed:
+            return seconds
+        rate = sum(srv.speed * srv.num_gpus for srv in self.servers) / self.num_gpus
+        return seconds / rate
+
     @property
     def heterogeneous(self) -> bool:
         """Whether GPUs differ in speed (more than one speed factor)."""

@@ -186,7 +186,7 @@ class CompiledTaskExecutor(TaskExecutor):
     # ------------------------------------------------------------------ engine interface
     def start(self, job: JobState, delay: float) -> None:
         K = self.K
-        run = Run(job, self.model, self.ipt)
+        run = Run(job, self.model, self.ipt, self.sim.cluster.slowest_speed(job.gpus))
         job.service_left = run.svc * NS
         slot = len(self.job_of)
         st = self.st

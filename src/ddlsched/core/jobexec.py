@@ -47,7 +47,7 @@ class WangJobLevel:
 
     def alone_iteration(self, cluster: Cluster, spec: JobSpec, servers: tuple[int, ...]) -> float:
         """t_f + t_b, plus one all-reduce with no other (k = 1) when it spans servers."""
-        t = spec.model.t_compute
+        t = cluster.mean_speed_time(spec.model.t_compute)
         if len(servers) > 1:
             t += self.model.time(spec.model.size_mb * MB, 1)
         return t
@@ -56,6 +56,9 @@ class WangJobLevel:
         sim = ex.sim
         share = max(len(sim.residents[g]) for g in job.gpus)
         t = job.spec.model.t_compute * share
+        speed = sim.cluster.slowest_speed(job.gpus)
+        if speed != 1.0:
+            t /= speed
         if job.cross_server:
             k = max(len(ex.cross_on[s]) for s in job.servers)
             t += self.model.time(job.spec.model.size_mb * MB, k)

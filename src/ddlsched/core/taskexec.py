@@ -89,7 +89,9 @@ class Run:
         "comm_ver",
     )
 
-    def __init__(self, job: JobState, model: LinearContention, ipt: int) -> None:
+    def __init__(
+        self, job: JobState, model: LinearContention, ipt: int, speed: float = 1.0
+    ) -> None:
         spec = job.spec
         self.job = job
         self.jid = spec.job_id
@@ -97,8 +99,9 @@ class Run:
         self.servers = job.servers
         self.cross = len(job.servers) > 1
         self.G = spec.num_gpus
-        self.tf = spec.model.t_forward
-        self.tb = spec.model.t_backward
+        # on GPU types of different speeds the gang computes at its slowest worker's pace
+        self.tf = spec.model.t_forward if speed == 1.0 else spec.model.t_forward / speed
+        self.tb = spec.model.t_backward if speed == 1.0 else spec.model.t_backward / speed
         self.size = spec.model.size_mb * MB
         # uncontended all-reduce time per real iteration (Wang Eq. 8's E_J term)
         self.e = model.time(self.size) if self.cross else 0.0
@@ -198,8 +201,9 @@ class TaskExecutor:
         iterations × (t_f + t_b, plus one uncontended all-reduce when it spans servers), as
         ``WangJobLevel`` times an iteration with no other job."""
         spec = job.spec
-        t = spec.model.t_compute
-        if len(self.sim.cluster.consolidated_servers(spec.num_gpus)) > 1:
+        cl = self.sim.cluster
+        t = cl.mean_speed_time(spec.model.t_compute)
+        if len(cl.consolidated_servers(spec.num_gpus)) > 1:
             t += self.model.time(spec.model.size_mb * MB, 1)
         return spec.iterations * t
 
@@ -228,7 +232,7 @@ class TaskExecutor:
 
     # ------------------------------------------------------------------ engine interface
     def start(self, job: JobState, delay: float) -> None:
-        run = Run(job, self.model, self.ipt)
+        run = Run(job, self.model, self.ipt, self.sim.cluster.slowest_speed(job.gpus))
         job.service_left = run.svc * NS
         self.runs[run.jid] = run
         for g in run.gpus:

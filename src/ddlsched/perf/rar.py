@@ -119,6 +119,7 @@ class RarRate:
         """Eq. 8 with no other cross-server job (p = 0: the whole link), its overhead
         included; slotted in time-slot mode."""
         t = self.model.time_for(cluster, spec, servers, 0)
+        t += cluster.mean_speed_time(spec.model.t_compute) - spec.model.t_compute
         return slotted(t) if self.slot else t
 
     def iteration_time(self, job: JobState, ex: JobExecutor) -> float:
@@ -129,4 +130,7 @@ class RarRate:
         share = max(len(ex.sim.residents[g]) for g in job.gpus)
         if share > 1:
             t += (share - 1) * job.spec.model.t_compute
+        speed = ex.sim.cluster.slowest_speed(job.gpus)
+        if speed != 1.0:  # the compute part at the slowest worker's pace
+            t += share * job.spec.model.t_compute * (1.0 / speed - 1.0)
         return slotted(t) if self.slot else t
