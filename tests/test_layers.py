@@ -81,6 +81,7 @@ LAYERS: dict[str, int] = {
     "report": 5,
     "check": 5,
     "cli": 6,
+    "warmup": 6,  # python -m ddlsched.warmup: a set-up entry point, like the CLI
 }
 
 

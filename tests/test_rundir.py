@@ -72,15 +72,9 @@ def test_summary_records_run_id_and_file_digests(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text())
     config = (out / "config.json").read_bytes()
     assert summary["run_id"] == sha(config)[:16]
-    assert summary["files"] == {
-        n: sha((out / n).read_bytes()) for n in ("config.json", "jobs.csv", "segments.csv")
-    }
-    assert sorted(p.name for p in out.iterdir()) == [
-        "config.json",
-        "jobs.csv",
-        "segments.csv",
-        "summary.json",
-    ]
+    names = ("config.json", "fairness.csv", "jobs.csv", "segments.csv")
+    assert summary["files"] == {n: sha((out / n).read_bytes()) for n in names}
+    assert sorted(p.name for p in out.iterdir()) == [*names, "summary.json"]
     assert leftovers(tmp_path, {"o"}) == []  # no staging directory, no lock file
 
 

@@ -225,7 +225,7 @@ def test_local_processes_and_ray_give_identical_files(tmp_path, sweep_file) -> N
     for name in ("summary.csv", "summary.md", "runs.csv", "sweep.json"):
         assert (local / name).read_bytes() == (remote / name).read_bytes(), name
     files = sorted(p.relative_to(local) for p in (local / "runs").rglob("*") if p.is_file())
-    assert len(files) == 8 * 4
+    assert len(files) == 8 * 5  # config, fairness, jobs, segments, summary per run
     for f in files:
         assert (local / f).read_bytes() == (remote / f).read_bytes(), f
 

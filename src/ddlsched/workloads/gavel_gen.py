@@ -300,12 +300,12 @@ def gavel_workload(
     GPU type). ``jobs_per_hour``: Gavel's input job rate (``lam`` = 3600 / rate seconds)."""
     from ..core.job import JobSpec
     from .trace_formats import (
-        _throughput,
-        _type_durations,
         batch_from_name,
         gavel_types,
         gavel_zeros,
+        per_type_durations,
         placeholder_model,
+        scaled_throughput,
     )
 
     if not jobs_per_hour > 0 or math.isinf(jobs_per_hour):
@@ -320,7 +320,7 @@ def gavel_workload(
     out = []
     for i, g in enumerate(raw):
         steps = int(g.total_steps)  # the trace file holds whole steps (Gavel's own dump too)
-        thr = _throughput(ref, g.job_type, g.scale_factor, throughputs_path, "gavel", i + 1)
+        thr = scaled_throughput(ref, g.job_type, g.scale_factor, throughputs_path, "gavel", i + 1)
         model = profiles.get(g.job_type)
         if model is None:
             model = profiles[g.job_type] = placeholder_model(
@@ -334,7 +334,7 @@ def gavel_workload(
                 iterations=steps,
                 model=model,
                 duration=steps / thr,
-                type_durations=_type_durations(types, g.job_type, g.scale_factor, steps, zeros),
+                type_durations=per_type_durations(types, g.job_type, g.scale_factor, steps, zeros),
             )
         )
     return out

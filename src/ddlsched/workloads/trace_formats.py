@@ -225,7 +225,7 @@ def read_gavel(
         duration = 0.0
         per_type: tuple[tuple[str, float], ...] = ()
         if table is not None:
-            duration = steps / _throughput(table, job_type, gpus, throughputs, source, line)
+            duration = steps / scaled_throughput(table, job_type, gpus, throughputs, source, line)
             if problem := time_problem(duration, duration=True):
                 raise InputError(
                     f"total_steps / throughput (steps/s alone on {gpus} GPU(s)): {problem}",
@@ -233,7 +233,7 @@ def read_gavel(
                     line=line,
                     field="total_steps",
                 )
-            per_type = _type_durations(types, job_type, gpus, steps, zeros)
+            per_type = per_type_durations(types, job_type, gpus, steps, zeros)
         profile = profiles.get(job_type)
         if profile is None:
             profile = profiles[job_type] = placeholder_model(job_type, batch_from_name(job_type))
@@ -253,7 +253,7 @@ def read_gavel(
     return jobs
 
 
-def _type_durations(
+def per_type_durations(
     types: dict[str, dict[str, dict[int, float]]],
     job_type: str,
     gpus: int,
@@ -391,7 +391,7 @@ def _load_throughputs(
     return out
 
 
-def _throughput(
+def scaled_throughput(
     table: dict[str, dict[int, float]],
     job_type: str,
     gpus: int,
