@@ -36,7 +36,8 @@ def two_types(fast: int = 2, slow: int = 2, slow_speed: float = 0.5) -> Cluster:
         servers=(
             Server(num_gpus=fast, gpu_type="A", speed=1.0),
             Server(num_gpus=slow, gpu_type="B", speed=slow_speed),
-        )
+        ),
+        typed=True,  # declared types (even when both speeds are 1)
     )
 
 
@@ -350,3 +351,26 @@ def test_model_jobs_compute_at_the_slowest_workers_speed(settings) -> None:
         assert slow.jct == pytest.approx(2 * fast, rel=1e-9)
     else:  # Yu's RAR: compute doubles, the per-server overhead does not
         assert fast < slow.jct < 2 * fast
+
+
+def test_type_aware_fifo_puts_each_job_on_its_fastest_type() -> None:
+    # two 1-GPU jobs: job 0 gains 4× on A, job 1 runs the same on both; B comes first in
+    # cluster order, so the agnostic FIFO (least-busy, ties by GPU id) puts job 0 on B
+    cl = Cluster(
+        servers=(Server(num_gpus=1, gpu_type="B", speed=0.5), Server(num_gpus=1, gpu_type="A")),
+        typed=True,
+    )
+    jobs = [
+        job(0, 1, 100.0, type_durations=(("A", 100.0), ("B", 400.0))),
+        job(1, 1, 100.0, type_durations=(("A", 100.0), ("B", 100.0))),
+    ]
+    blind = {j.job_id: j for j in simulate(cl, jobs, "fifo").jobs}
+    aware = {
+        j.job_id: j for j in simulate(cl, jobs, "fifo", settings={"gpu_type_aware": True}).jobs
+    }
+    assert blind[0].placement == "0:0" and blind[0].jct == 400.0
+    assert aware[0].placement == "1:0" and aware[0].jct == 100.0
+    assert aware[1].placement == "0:0" and aware[1].jct == 100.0  # A is taken: B, as fast
+    # a setting that has no effect elsewhere is an error
+    with pytest.raises(InputError, match="gpu_type_aware"):
+        simulate(cl, jobs, "tiresias", settings={"gpu_type_aware": True})

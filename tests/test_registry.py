@@ -256,6 +256,7 @@ def test_the_settings_a_builtin_reads_come_from_the_registry() -> None:
         "bco_kappa": {"sjf-bco"},
         "interval": {"tiresias", "pollux"},
         "backfill": {"fifo", "sjf"},
+        "gpu_type_aware": {"fifo", "sjf"},
         "tiresias_thresholds": {"tiresias"},
         "pollux_ncf_batch": {"pollux"},
         **{k: set(GAVEL) for k in ("gavel_round", "gavel_reset_interval")},

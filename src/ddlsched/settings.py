@@ -77,6 +77,7 @@ RECORDED_IF_CHANGED = frozenset(
         "gavel_round",
         "gavel_reset_interval",
         "gavel_fifo_quirk",
+        "gpu_type_aware",
     }
 )
 
@@ -131,6 +132,9 @@ class PolicySettings:
     interval: float = 60.0  # seconds between scheduling rounds
     tiresias_thresholds: str = "16"  # GPU-hours between Tiresias queues, comma-separated
     backfill: bool = True  # fifo/sjf: a job that does not fit is skipped (false: it blocks)
+    # fifo/sjf on declared GPU types: a job goes to the type where it runs fastest (false: the
+    # policy's own placement, blind to types, as the papers' baselines)
+    gpu_type_aware: bool = False
     pollux_ncf_batch: int = 32768  # Pollux artifact quirk: NCF on 1 replica at this batch; 0: off
     # Gavel's round-based policies (policies/gavel.py): its time_per_iteration, its
     # minimum_time_between_allocation_resets, and its FIFO's every-job-on-v100 slip

@@ -148,6 +148,10 @@ SCOPES: dict[str, Rule] = {
         for k in ("gavel_round", "gavel_reset_interval")
     },
     "gavel_fifo_quirk": ("with the gavel-fifo policy", _reads("gavel_fifo_quirk")),
+    "gpu_type_aware": (
+        "with the fifo and sjf policies on trace jobs",
+        lambda r: r.kind in (DURATION,) and _reads("gpu_type_aware")(r),
+    ),
     # checked by check_workload_scope (the workload, not the run, decides)
     "philly": (_LUO24_GEN, _always),
     "large_share": (_LUO24_GEN, _always),

@@ -33,13 +33,21 @@ def _tiresias(settings: Settings, placement: str | None) -> Any:
 def _fifo(settings: Settings, placement: str | None) -> Any:
     from .luo import Exclusive
 
-    return Exclusive("fifo", order="fifo", placement="least-busy", backfill=settings.backfill)
+    return Exclusive(
+        "fifo",
+        order="fifo",
+        placement="least-busy",
+        backfill=settings.backfill,
+        type_aware=settings.gpu_type_aware,
+    )
 
 
 def _sjf(settings: Settings, placement: str | None) -> Any:
     from .luo import Exclusive
 
-    return Exclusive("sjf", order="sjf", backfill=settings.backfill)
+    return Exclusive(
+        "sjf", order="sjf", backfill=settings.backfill, type_aware=settings.gpu_type_aware
+    )
 
 
 def _sjf_ffs(settings: Settings, placement: str | None) -> Any:
@@ -157,7 +165,7 @@ def register_builtins(register_policy: Callable[..., Any]) -> None:
             _fifo,
             _JOB_LEVEL,
             False,
-            ("backfill",),
+            ("backfill", "gpu_type_aware"),
             "arrival order, exclusive GPUs, least-busy free GPUs (Luo baseline)",
         ),
         (
@@ -165,7 +173,7 @@ def register_builtins(register_policy: Callable[..., Any]) -> None:
             _sjf,
             _JOB_LEVEL,
             False,
-            ("backfill",),
+            ("backfill", "gpu_type_aware"),
             "shortest remaining time alone first, exclusive GPUs (Luo baseline)",
         ),
         (

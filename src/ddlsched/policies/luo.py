@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..core.protocols import JobConfig, JobTimes, ProfileEstimates
-from .placement import cannot_run_on, consolidated
+from .placement import cannot_run_on, consolidated, fastest_types
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.simulator import Simulator
@@ -80,6 +80,9 @@ class Exclusive(_Base):
     #: ``least-busy``: the free GPUs with least accumulated execution time (Luo's FIFO
     #: baseline, §VI-A); ``consolidated``: Alg. 1 line 7's placement
     placement: str = "consolidated"
+    #: on declared GPU types: the job's GPUs all of the type where it runs fastest that has
+    #: enough idle GPUs (then ``placement`` within it); else ``placement`` over every type
+    type_aware: bool = False
 
     def attach(self, sim: Simulator) -> None:
         super().attach(sim)
@@ -125,10 +128,14 @@ class Exclusive(_Base):
             if job.num_gpus > free:
                 return  # no backfill: the first waiting job blocks the queue
             avoid = cannot_run_on(sim, job)
-            if least_busy:
-                gpus = idle.least_busy(job.num_gpus, avoid)
-            else:
-                gpus = idle.consolidated(job.num_gpus, avoid)
+            gpus = None
+            if self.type_aware:
+                for other in fastest_types(sim, job):  # servers of all other types
+                    gpus = self._pick(idle, job.num_gpus, avoid | other, least_busy)
+                    if gpus is not None:
+                        break
+            if gpus is None:
+                gpus = self._pick(idle, job.num_gpus, avoid, least_busy)
             if gpus is None:  # only GPUs of types it cannot run on are idle
                 if not self.backfill:
                     return
@@ -137,6 +144,12 @@ class Exclusive(_Base):
             heapq.heappop(best)
             self._held -= 1
             sim.start(job, gpus)
+
+    @staticmethod
+    def _pick(idle, need: int, avoid: frozenset[int], least_busy: bool) -> list[int] | None:
+        if least_busy:
+            return idle.least_busy(need, avoid)
+        return idle.consolidated(need, avoid)
 
 
 @dataclass

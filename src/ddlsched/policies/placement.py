@@ -40,6 +40,30 @@ def cannot_run_on(sim: Simulator, job: JobState) -> frozenset[int]:
     return frozenset(s for s, srv in enumerate(cl.servers) if srv.gpu_type.casefold() in bad_cf)
 
 
+def fastest_types(sim: Simulator, job: JobState) -> list[frozenset[int]]:
+    """For each GPU type of the cluster, fastest for ``job`` first (its table, else the
+    type's speed; ties in cluster order): the servers of *all other* types, i.e. what a
+    placement on that type alone must avoid. Empty on a cluster of undeclared or one type."""
+    cl = sim.cluster
+    types = cl.gpu_types
+    if not cl.typed or len(types) < 2:
+        return []
+    speed = {srv.gpu_type: srv.speed for srv in cl.servers}
+    spec = job.spec
+    order = []
+    for k, t in enumerate(types):
+        d = spec.duration_on(t, speed[t]) if spec.duration > 0 else None
+        if d is None:  # no table entry, or not a duration job: the speed factor
+            d = 1.0 / speed[t]
+        order.append((d, k, t))
+    order.sort()
+    return [
+        frozenset(s for s, srv in enumerate(cl.servers) if srv.gpu_type != t)
+        for d, _k, t in order
+        if d < float("inf")
+    ]
+
+
 def consolidated(sim: Simulator, free: set[int], need: int) -> list[int] | None:
     """``need`` GPUs from ``free``, server with the most free GPUs first (lowest index on ties)."""
     if len(free) < need:
