@@ -21,7 +21,7 @@ fraction of its fair throughput), ``fairness.csv`` the per-job values.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -90,6 +90,22 @@ def fairness(
     }
 
 
+def union_length(spans: Iterable[tuple[float, float]]) -> float:
+    """Length of the union of the intervals ``spans`` (summed in (start, end) order)."""
+    held = 0.0
+    lo = hi = None
+    for a, b in sorted(spans):
+        if hi is None or a > hi:
+            if hi is not None:
+                held += hi - lo
+            lo, hi = a, b
+        elif b > hi:
+            hi = b
+    if hi is not None:
+        held += hi - lo
+    return held
+
+
 def type_held(
     segments: Sequence[tuple[float, float, tuple[int, ...]]],
     gpu_type: Sequence[str],
@@ -106,18 +122,7 @@ def type_held(
     for t in gpu_type:
         count[t] = count.get(t, 0) + 1
     for g, spans in per_gpu.items():
-        lo = hi = None
-        total = 0.0
-        for a, b in sorted(spans):
-            if hi is None or a > hi:
-                if hi is not None:
-                    total += hi - lo
-                lo, hi = a, b
-            elif b > hi:
-                hi = b
-        if hi is not None:
-            total += hi - lo
-        held[gpu_type[g]] += total
+        held[gpu_type[g]] += union_length(spans)
     if not makespan > 0:
         return {f"gpu_held_{t}": 0.0 for t in count}
     return {f"gpu_held_{t}": held[t] / (count[t] * makespan) for t in count}

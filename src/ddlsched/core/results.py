@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .cluster import Cluster
+from .fairness import FAIRNESS_COLUMNS, fairness, type_held, union_length
 from .state import JobState
 
 JOB_COLUMNS = [
@@ -124,18 +125,7 @@ def gpu_held_seconds(segments: Iterable[SegmentRecord]) -> float:
             per_gpu.setdefault(label, []).append((s.start, s.end))
     total = 0.0
     for label in sorted(per_gpu):
-        held = 0.0
-        lo = hi = None
-        for a, b in sorted(per_gpu[label]):
-            if hi is None or a > hi:
-                if hi is not None:
-                    held += hi - lo
-                lo, hi = a, b
-            elif b > hi:
-                hi = b
-        if hi is not None:
-            held += hi - lo
-        total += held
+        total += union_length(per_gpu[label])
     return total
 
 
@@ -190,14 +180,10 @@ def build_result(
         summary.update(gpu_held=0.0, gpu_util_jobs=0.0)
     rows: list = []
     if alone is not None and recs:
-        from .fairness import fairness
-
         times = {j.job_id: alone(j) for j in jobs}
         rows, keys = fairness(recs, times, cluster.num_gpus)
         summary.update(keys)
     if cluster.typed and len(cluster.gpu_types) > 1 and recs:
-        from .fairness import type_held
-
         spans = [(s.start, s.end, s.gpus) for j in jobs for s in j.segments]
         kinds = [cluster.gpu_type(g) for g in range(cluster.num_gpus)]
         summary.update(type_held(spans, kinds, summary["makespan"]))
@@ -284,8 +270,6 @@ def result_files(
     files["jobs.csv"] = csv_text(JOB_COLUMNS, jobs_rows).encode("utf-8")
     files["segments.csv"] = csv_text(SEGMENT_COLUMNS, seg_rows).encode("utf-8")
     if result.fairness:
-        from .fairness import FAIRNESS_COLUMNS
-
         fair_rows = [(i, *(float(x) for x in rest)) for i, *rest in result.fairness]
         files["fairness.csv"] = csv_text(FAIRNESS_COLUMNS, fair_rows).encode("utf-8")
     summary = dict(result.summary)
