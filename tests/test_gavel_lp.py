@@ -302,3 +302,64 @@ def test_validation_per_job_inputs():
     with pytest.raises(ValueError, match="reference_type"):
         g.min_total_duration(T, [1], [1, 1], [1], reference_type=2)
     assert g.max_min_fairness_perf(np.zeros((0, 2)), [], [1, 1]).shape == (0, 2)
+
+
+def _mtd_instance(seed: int):
+    rng = np.random.default_rng(seed)
+    J = int(rng.integers(2, 9))
+    T = rng.uniform(0.2, 3.0, (J, 3))
+    scale = rng.choice([1.0, 2.0, 4.0], J)
+    counts = np.array([4.0, 4.0, 4.0])
+    R = rng.uniform(1e3, 1e5, J)
+    return T, scale, counts, R
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_min_total_duration_with_gavels_solver(seed):
+    """``method="ecos"`` (Gavel's solver; checked equal to Gavel's own policy class by
+    benchmarks/gavel_mtd_ecos_check.py): a feasible allocation whose makespan is within the
+    bisection's 5 % of the exact LP optimum, deterministic."""
+    pytest.importorskip("ecos")
+    T, scale, counts, R = _mtd_instance(seed)
+    X = g.min_total_duration_perf(T, scale, counts, R, method="ecos")
+    assert (X >= 0).all() and (X.sum(axis=1) <= 1 + 1e-7).all()
+    assert (scale @ X <= counts + 1e-6).all()
+    best = g.makespan(T, g.min_total_duration_perf(T, scale, counts, R, method="exact"), R)
+    assert best <= g.makespan(T, X, R) <= 1.06 * best + 1e-6
+    again = g.min_total_duration_perf(T, scale, counts, R, method="ecos")
+    assert np.array_equal(X, again)
+
+
+def test_min_total_duration_without_ecos_falls_back(monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_ecos(name, *args, **kwargs):
+        if name == "ecos":
+            raise ImportError("no ecos here")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ecos)
+    assert not g.ecos_available()
+    T, scale, counts, R = _mtd_instance(3)
+    X = g.min_total_duration_perf(T, scale, counts, R, method="ecos")
+    assert np.array_equal(X, g.min_total_duration_perf(T, scale, counts, R))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_max_min_with_gavels_solver_reaches_the_optimum(seed):
+    """``method="ecos"`` (Gavel's solver, equal to Gavel's own policy classes bit for bit:
+    benchmarks/gavel_mtd_ecos_check.py) reaches the max-min value HiGHS finds; the point may
+    differ (the optimum is not unique), the constraints hold."""
+    pytest.importorskip("ecos")
+    T, scale, counts, _ = _mtd_instance(seed)
+    for fn in (g.max_min_fairness_perf, g.max_min_fairness):
+        X = fn(T, scale, counts, method="ecos")
+        ref = fn(T, scale, counts)
+        assert (X >= 0).all() and (X.sum(axis=1) <= 1 + 1e-7).all()
+        assert (scale @ X <= counts + 1e-6).all()
+        Tm = T if fn is g.max_min_fairness_perf else np.ones_like(T)
+        got = g.max_min_normalised(Tm, X, scale, counts).min()
+        want = g.max_min_normalised(Tm, ref, scale, counts).min()
+        assert got == pytest.approx(want, rel=1e-6)

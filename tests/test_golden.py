@@ -13,6 +13,8 @@ CASES = cases()
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_outputs_equal_the_golden_copy(case, tmp_path: Path) -> None:
+    if case.policy in ("min-total-duration-perf", "max-min-fairness", "max-min-fairness-perf"):
+        pytest.importorskip("ecos")  # their golden copies are Gavel's solver's answers (gavel_lp)
     out = tmp_path / "out"
     run_case(case, out, tmp_path)
     want = GOLDEN / case.name

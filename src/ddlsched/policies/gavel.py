@@ -510,9 +510,17 @@ class GavelPolicy:
         T = np.array([self._thr[j] for j in ids])
         scale = np.array([self._active[j].num_gpus for j in ids], float)
         counts = self._counts
+        solved_by_ecos = False
         if self.allocation == "max_min_fairness":
             fn = gavel_lp.max_min_fairness_perf if self.perf else gavel_lp.max_min_fairness
-            X = fn(T, scale, counts)
+            if gavel_lp.ecos_available():
+                # Gavel's units (steps/s) and Gavel's solver: its optimum is not unique, and
+                # ECOS's point is Gavel's allocation (benchmarks/gavel_mtd_ecos_check.py)
+                steps = np.array([float(self._active[j].spec.iterations or 1) for j in ids])
+                X = fn(T * steps[:, None], scale, counts, method="ecos")
+                solved_by_ecos = True
+            else:
+                X = fn(T, scale, counts)
         else:
             rem = self._times.remaining_alone
             left = np.array(
@@ -521,7 +529,13 @@ class GavelPolicy:
             if not self.perf:
                 T = self._reference(T, ids)
             if self.allocation == "min_total_duration":
-                X = gavel_lp.min_total_duration_perf(T, scale, counts, left)
+                # in Gavel's units (steps/s, steps left: a Gavel trace job's iterations are its
+                # total_steps), solved by Gavel's solver where ecos is installed: its
+                # feasibility problem has many answers, and ECOS's is Gavel's
+                steps = np.array([float(self._active[j].spec.iterations or 1) for j in ids])
+                X = gavel_lp.min_total_duration_perf(
+                    T * steps[:, None], scale, counts, left * steps, method="ecos"
+                )
             else:
                 iso = gavel_lp.isolated_throughput(T, scale, counts)
                 cum = np.zeros(len(ids))
@@ -534,7 +548,7 @@ class GavelPolicy:
                 X = gavel_lp.finish_time_fairness_perf(T, scale, counts, left, since, cum)
                 self._prev_left = dict(zip(ids, left.tolist(), strict=True))
                 self._prev_iso = dict(zip(ids, iso.tolist(), strict=True))
-        if not self.perf:
+        if not self.perf and not solved_by_ecos:
             # type-blind throughputs: any split of a job's time over the types is optimal;
             # take the one proportional to the types' sizes (module doc, deviations)
             X = X.sum(axis=1, keepdims=True) * (counts / counts.sum())[None, :]

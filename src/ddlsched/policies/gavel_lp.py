@@ -396,6 +396,7 @@ def max_min_fairness_perf(
     weights: ArrayLike | None = None,
     *,
     refine: bool = True,
+    method: str = "highs",
 ) -> np.ndarray:
     """Heterogeneity-aware max-min fairness: Gavel ``MaxMinFairnessPolicyWithPerf.get_allocation``
     (scheduler/policies/max_min_fairness.py).
@@ -411,8 +412,64 @@ def max_min_fairness_perf(
         return np.zeros(T.shape)
     w = _per_job("weights", weights, T.shape[0], 1.0, positive=True)
     _check_runnable(T, counts)
+    if method == "ecos":
+        X = _ecos_max_min(T, scale, counts, w)
+        if X is not None:
+            return X
+    elif method != "highs":
+        raise ValueError(f"method must be 'highs' or 'ecos', got {method!r}")
     coef = T * _max_min_coef(T, scale, counts, w)[:, None]
     return _max_min(coef, scale, counts, refine)
+
+
+def _ecos_max_min(
+    T: np.ndarray, scale: np.ndarray, counts: np.ndarray, w: np.ndarray
+) -> np.ndarray | None:
+    """Gavel's ``MaxMinFairnessPolicyWithPerf`` solved by Gavel's solver: the coefficients
+    computed with Gavel's own float operations (``ProportionalPolicy``'s split, priority
+    weights 1 / w ÷ proportional throughput, × scale factor) and the program CVXPY hands ECOS
+    for ``Maximize(min_j Σ_t coef[j,t] x[j,t])`` (variables [t, x column-major]; rows: the
+    epigraph, x ≥ 0, per-type capacity, per-job share ≤ 1). The optimum is not unique; ECOS's
+    point is Gavel's. None without ``ecos``."""
+    try:
+        import ecos
+    except ImportError:
+        return None
+    from scipy import sparse as sp
+
+    J, K = T.shape
+    N = J * K
+    x_prop = np.array([[c / J for c in counts] for _ in range(J)])
+    x_prop = x_prop / np.sum(x_prop, axis=1).max()
+    prop = np.sum(np.multiply(T, x_prop), axis=1).reshape((J, 1))
+    pw = np.multiply((1.0 / w).reshape((J, 1)), 1.0 / prop)
+    sf = np.repeat(scale.reshape((J, 1)), K, axis=1)
+    coef = np.multiply(T * pw.reshape((J, 1)), sf)
+    col = np.arange(N)
+    jj, tt = col % J, col // J  # x[j, t] is variable 1 + t*J + j
+    v = coef.T.ravel()
+    keep = v != 0
+    G_epi = sp.csc_matrix(
+        (
+            np.concatenate([-np.ones(J), -v[keep]]),
+            (
+                np.concatenate([np.arange(J), jj[keep]]),
+                np.concatenate([np.zeros(J), 1 + col[keep]]),
+            ),
+        ),
+        shape=(J, N + 1),
+    )
+    G_pos = sp.csc_matrix((-np.ones(N), (col, 1 + col)), shape=(N, N + 1))
+    G_cap = sp.csc_matrix((scale[jj], (tt, 1 + col)), shape=(K, N + 1))
+    G_row = sp.csc_matrix((np.ones(N), (jj, 1 + col)), shape=(J, N + 1))
+    G = sp.vstack([G_epi, G_pos, G_cap, G_row], format="csc")
+    h = np.concatenate([np.zeros(J + N), counts.astype(float), np.ones(J)])
+    c = np.zeros(N + 1)
+    c[0] = 1.0
+    sol = ecos.solve(c, G, h, {"l": G.shape[0], "q": [], "e": 0}, verbose=False)
+    if sol["info"]["exitFlag"] not in (0, 10):  # optimal (or close): else keep HiGHS's
+        return None
+    return np.clip(sol["x"][1:].reshape(K, J).T, 0.0, 1.0)
 
 
 def max_min_fairness(
@@ -422,6 +479,7 @@ def max_min_fairness(
     weights: ArrayLike | None = None,
     *,
     refine: bool = True,
+    method: str = "highs",
 ) -> np.ndarray:
     """Heterogeneity-agnostic max-min fairness: Gavel ``MaxMinFairnessPolicy.get_allocation``
     (max_min_fairness.py), which replaces every throughput by 1.0 and runs the perf version.
@@ -431,7 +489,9 @@ def max_min_fairness(
     shape (its values are ignored, as in Gavel).
     """
     T, scale, counts = _check_base(T, scale, counts)
-    return max_min_fairness_perf(np.ones_like(T), scale, counts, weights, refine=refine)
+    return max_min_fairness_perf(
+        np.ones_like(T), scale, counts, weights, refine=refine, method=method
+    )
 
 
 # --------------------------------------------------------------------------- finish-time fairness
@@ -618,7 +678,10 @@ def min_total_duration_perf(
     1.05 * min < max, the bracket moving to [max, 10 * max] while nothing is feasible; X is the
     last feasible LP's allocation. ``method="exact"``: one LP maximising theta = 1 / M subject to
     thr_j(X) >= R_j * theta. With ``refine`` the LPs maximise sum_j thr_j / R_j among their
-    feasible (bisection) or optimal (exact) allocations (module doc, item 6). With ``center``
+    feasible (bisection) or optimal (exact) allocations (module doc, item 6).
+    ``method="ecos"``: Gavel's bisection solved by Gavel's own solver, ECOS (the optional
+    extra ``ddlsched[gavel]``), which reproduces Gavel's allocation; without ``ecos`` installed
+    it falls back to ``"bisection"``. With ``center``
     (default; bisection only) the answer is instead, at the last feasible makespan M, the
     allocation that makes every job's throughput ÷ its need R_j / M as equal as possible
     (max-min of that ratio): Gavel's ``Maximize(1)`` feasibility problem has many solutions and
@@ -633,8 +696,13 @@ def min_total_duration_perf(
     _check_runnable(T, counts)
     if method == "exact":
         return _max_min(T / R[:, None], scale, counts, refine)
+    if method == "ecos":
+        X = _ecos_bisection(T, scale, counts, R)
+        if X is not None:
+            return X
+        method = "bisection"  # ecos is not installed: HiGHS and the shared slack below
     if method != "bisection":
-        raise ValueError(f"method must be 'bisection' or 'exact', got {method!r}")
+        raise ValueError(f"method must be 'bisection', 'ecos' or 'exact', got {method!r}")
     base = _Base(T, scale, counts, extra=False)
     c = -(T / R[:, None]).ravel() if refine else np.zeros(base.n)
     c = c / max(float(np.abs(c).max()), 1e-300)
@@ -662,6 +730,64 @@ def min_total_duration_perf(
         M = float((R / np.maximum((T * X).sum(axis=1), 1e-300)).max())
         return _max_min(T * (M / R)[:, None], scale, counts, refine=False)
     return base.allocation(last_feasible, scale, counts)
+
+
+def ecos_available() -> bool:
+    """Whether the ``ecos`` package (the optional extra ``ddlsched[gavel]``) imports."""
+    try:
+        import ecos  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _ecos_bisection(
+    T: np.ndarray, scale: np.ndarray, counts: np.ndarray, R: np.ndarray
+) -> np.ndarray | None:
+    """Gavel's ``MinTotalDurationPolicyWithPerf.get_allocation`` with Gavel's solver: the same
+    bisection over M, each step ECOS on the very problem CVXPY gives it for Gavel's
+    ``Maximize(1)`` feasibility program (variables column-major; rows: x ≥ 0, per-type
+    capacity, per-job time share ≤ 1, per-job throughput ≥ R_j / M; checked equal to CVXPY +
+    ECOS to the last bit on random instances). A step counts as feasible only when ECOS says
+    "optimal" (exit flag 0), as CVXPY reports and Gavel tests; the last feasible x, clipped to
+    [0, 1], is the answer. None if ``ecos`` is not installed."""
+    try:
+        import ecos
+    except ImportError:
+        return None
+    from scipy import sparse as sp
+
+    J, K = T.shape
+    N = J * K
+    col = np.arange(N)
+    jj, tt = col % J, col // J  # column-major: x[j, t] is variable t*J + j
+    G_pos = -sp.identity(N, format="csc")
+    G_cap = sp.csc_matrix((scale[jj], (tt, col)), shape=(K, N))
+    G_row = sp.csc_matrix((np.ones(N), (jj, col)), shape=(J, N))
+    thr = T.T.ravel()  # T[j, t] at t*J + j
+    keep = thr != 0
+    G_thr = sp.csc_matrix((-thr[keep], (jj[keep], col[keep])), shape=(J, N))
+    G = sp.vstack([G_pos, G_cap, G_row, G_thr], format="csc")
+    h_base = np.concatenate([np.zeros(N), counts.astype(float), np.ones(J)])
+    dims = {"l": G.shape[0], "q": [], "e": 0}
+    c = np.zeros(N)
+    max_T, min_T = 1_000_000.0, 100.0
+    last_max_T = max_T
+    last = None
+    while last is None:
+        while 1.05 * min_T < max_T:
+            M = (min_T + max_T) / 2.0
+            h = np.concatenate([h_base, -R / M])
+            sol = ecos.solve(c, G, h, dims, verbose=False)
+            if sol["info"]["exitFlag"] == 0:
+                last, max_T = sol["x"], M
+            else:
+                min_T = M
+        max_T, min_T = last_max_T * 10.0, last_max_T
+        last_max_T *= 10.0
+        if last_max_T > 1e300:
+            raise RuntimeError("min-total-duration bisection found no feasible makespan")
+    return np.clip(last.reshape(K, J).T, 0.0, 1.0)
 
 
 def min_total_duration(
