@@ -97,8 +97,12 @@ Deviations (everything else is as above):
   the round does keeps working until the round ends (Gavel: it idles), at most one step more
   per round: ≤ 0.8 % of a round's progress for the slowest job type of Gavel's throughputs
   file (ResNet-50, batch 128, on a K80: 125 steps per round), ≤ 0.2 % for most.
-* Solutions of the LPs are HiGHS's (``gavel_lp``, with its refining second LP where the optimum
-  is not unique); Gavel's are ECOS's interior-point solutions (tiny positive values where HiGHS
+* Solvers. Where the optional ``ecos`` package is installed (``ddlsched[gavel]``),
+  max-min fairness (both) and min-total-duration are solved by ECOS on the program CVXPY builds
+  for Gavel, in Gavel's units (steps/s, steps): Gavel's allocations bit for bit
+  (benchmarks/gavel_mtd_ecos_check.py), and the split below is not applied. Otherwise, and
+  always for finish-time fairness, the solutions are HiGHS's (``gavel_lp``, with its refining
+  second LP where the optimum is not unique); Gavel's are ECOS's interior-point solutions (tiny positive values where HiGHS
   gives exact zeros, so Gavel's priorities of such entries are tiny but positive). Here X is
   rounded to 1e-6 (gavel_lp's refining LP moves optima by ~1e-9), so that jobs the LP treats
   alike tie and the stable sort's arrival order decides, not the solver's last bits. The
