@@ -374,3 +374,23 @@ def test_type_aware_fifo_puts_each_job_on_its_fastest_type() -> None:
     # a setting that has no effect elsewhere is an error
     with pytest.raises(InputError, match="gpu_type_aware"):
         simulate(cl, jobs, "tiresias", settings={"gpu_type_aware": True})
+
+
+@pytest.mark.parametrize("policy", ["fifo", "pollux"])
+def test_profile_jobs_compute_at_the_slowest_workers_speed(policy) -> None:
+    """Application-profile jobs (Luo, Pollux) on a slow type: the compute of every micro-batch
+    takes 1/speed as long, the gradient sync as profiled, so a job alone takes longer but less
+    than 1/speed times as long; undeclared types change nothing."""
+    from ddlsched.workloads.presets import load_workload
+
+    spec = load_workload("luo24-20", 0)[0]
+    spec = JobSpec(
+        0, 0.0, 1, 0, spec.model, application=spec.application, batch_size=spec.batch_size
+    )
+    plain = Cluster(servers=(Server(num_gpus=4),))
+    slow = Cluster(servers=(Server(num_gpus=4, gpu_type="K", speed=0.5),), typed=True)
+    same = Cluster(servers=(Server(num_gpus=4, gpu_type="K", speed=1.0),), typed=True)
+    base = simulate(plain, [spec], policy).jobs[0].jct
+    assert simulate(same, [spec], policy).jobs[0].jct == base
+    got = simulate(slow, [spec], policy).jobs[0].jct
+    assert base < got <= 2 * base + 1e-6

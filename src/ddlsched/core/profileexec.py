@@ -209,15 +209,18 @@ class ProfileExecutor:
 
     def alone_time(self, job: JobState) -> float:
         """Seconds from start to finish alone on the most consolidated placement of the
-        requested GPUs at the requested batch (``AloneTimes``; one GPU type: profiles are
-        per application, not per type)."""
+        requested GPUs at the requested batch (``AloneTimes``), on GPU types at the cluster's
+        count-weighted mean speed (profiles are measured on one type)."""
         app = self.runs[job.job_id].app
-        placement = compact_placement(job.num_gpus, self.sim.cluster.max_gpus_per_server)
+        cl = self.sim.cluster
+        placement = compact_placement(job.num_gpus, cl.max_gpus_per_server)
         cfg = self.config(job)
+        speed = cl.mean_speed_time(1.0)  # GPU types: the types' count-weighted mean speed
+        speed = 1.0 / speed if speed != 1.0 else 1.0
         total, progress = 0.0, 0.0
         for e in range(app.max_epochs):
             target = app.progress_at(e + 1)
-            total += max(target - progress, 0.0) / app.rate(placement, cfg, e)
+            total += max(target - progress, 0.0) / app.rate_at(placement, cfg, e, speed)
             progress = target
         return total
 
@@ -422,7 +425,8 @@ class ProfileExecutor:
         assert r.cfg is not None
         if self.agent is not None:
             self.agent.observe(r)
-        r.rate = r.app.rate(r.placement, r.cfg, r.epoch) / self.slowdown(r.job, leaving)
+        speed = self.sim.cluster.slowest_speed(r.job.gpus)  # GPU types (1.0 if undeclared)
+        r.rate = r.app.rate_at(r.placement, r.cfg, r.epoch, speed) / self.slowdown(r.job, leaving)
         target = r.app.progress_at(r.epoch + 1)
         t = r.last + r.delay_left + max(target - r.progress, 0.0) / r.rate
         r.ver += 1
@@ -493,10 +497,11 @@ class ProfileExecutor:
         s = length - d
         t = start + d
         slow = self.slowdown(r.job)
+        speed = self.sim.cluster.slowest_speed(r.job.gpus)
         while s > 0:
             if self.agent is not None:
                 self.agent.observe(r)
-            g = app.rate(r.placement, r.cfg, r.epoch) / slow
+            g = app.rate_at(r.placement, r.cfg, r.epoch, speed) / slow
             target = app.progress_at(r.epoch + 1)
             if r.progress + g * s < target:
                 r.progress += g * s

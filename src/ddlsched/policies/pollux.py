@@ -57,6 +57,7 @@ class Pollux:
         # the engine registers this policy as its jobs' agent (``observe``/``rebatch``:
         # core.protocols.JobAgent) with the profile executor
         self.ex = sim.estimates(ProfileEstimates)
+        self._cluster = sim.cluster
         self._attained: dict[int, float] = {}
         self._last_round = 0.0
 
@@ -94,6 +95,9 @@ class Pollux:
         app, cfg = run.app, run.cfg
         assert cfg is not None
         step, sync = app.step_time(run.placement, cfg.a)
+        speed = self._cluster.slowest_speed(run.job.gpus)  # GPU types (issue #17)
+        if speed != 1.0:  # what the agent measures there: the compute at that speed
+            step = sync + (step - sync) / speed
         try:
             grad = app.grad_stats(run.epoch, cfg.M)
         except ValueError:
