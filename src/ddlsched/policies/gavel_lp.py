@@ -446,7 +446,7 @@ def _ecos_max_min(
     sf = np.repeat(scale.reshape((J, 1)), K, axis=1)
     coef = np.multiply(T * pw.reshape((J, 1)), sf)
     col = np.arange(N)
-    jj, tt = col % J, col // J  # x[j, t] is variable 1 + t*J + j
+    jj = col % J  # x[j, t] is variable 1 + t*J + j
     v = coef.T.ravel()
     keep = v != 0
     G_epi = sp.csc_matrix(
@@ -459,9 +459,7 @@ def _ecos_max_min(
         ),
         shape=(J, N + 1),
     )
-    G_pos = sp.csc_matrix((-np.ones(N), (col, 1 + col)), shape=(N, N + 1))
-    G_cap = sp.csc_matrix((scale[jj], (tt, 1 + col)), shape=(K, N + 1))
-    G_row = sp.csc_matrix((np.ones(N), (jj, 1 + col)), shape=(J, N + 1))
+    G_pos, G_cap, G_row = _ecos_base_rows(J, K, scale, 1)
     G = sp.vstack([G_epi, G_pos, G_cap, G_row], format="csc")
     h = np.concatenate([np.zeros(J + N), counts.astype(float), np.ones(J)])
     c = np.zeros(N + 1)
@@ -741,6 +739,22 @@ def ecos_available() -> bool:
     return True
 
 
+def _ecos_base_rows(J: int, K: int, scale: np.ndarray, offset: int):
+    """Gavel's base constraints as CVXPY hands them to ECOS, for x[j, t] = variable
+    ``offset + t*J + j`` (column-major, after ``offset`` other variables): −x ≤ 0, per-type
+    capacity Σ_j scale_j x[j, t] ≤ counts_t, per-job share Σ_t x[j, t] ≤ 1."""
+    from scipy import sparse as sp
+
+    N = J * K
+    col = np.arange(N)
+    jj, tt = col % J, col // J
+    width = N + offset
+    G_pos = sp.csc_matrix((-np.ones(N), (col, offset + col)), shape=(N, width))
+    G_cap = sp.csc_matrix((scale[jj], (tt, offset + col)), shape=(K, width))
+    G_row = sp.csc_matrix((np.ones(N), (jj, offset + col)), shape=(J, width))
+    return G_pos, G_cap, G_row
+
+
 def _ecos_bisection(
     T: np.ndarray, scale: np.ndarray, counts: np.ndarray, R: np.ndarray
 ) -> np.ndarray | None:
@@ -760,10 +774,8 @@ def _ecos_bisection(
     J, K = T.shape
     N = J * K
     col = np.arange(N)
-    jj, tt = col % J, col // J  # column-major: x[j, t] is variable t*J + j
-    G_pos = -sp.identity(N, format="csc")
-    G_cap = sp.csc_matrix((scale[jj], (tt, col)), shape=(K, N))
-    G_row = sp.csc_matrix((np.ones(N), (jj, col)), shape=(J, N))
+    jj = col % J  # column-major: x[j, t] is variable t*J + j
+    G_pos, G_cap, G_row = _ecos_base_rows(J, K, scale, 0)
     thr = T.T.ravel()  # T[j, t] at t*J + j
     keep = thr != 0
     G_thr = sp.csc_matrix((-thr[keep], (jj[keep], col[keep])), shape=(J, N))
