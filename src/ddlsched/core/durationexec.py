@@ -117,10 +117,6 @@ class DurationExecutor:
             rate += count / cl.num_gpus / d
         return 1.0 / rate if rate > 0 else float("inf")
 
-    def time_on(self, job: JobState, gpus: tuple[int, ...] | list[int]) -> float:
-        """Seconds ``job`` needs alone on ``gpus`` (its pace there × its duration)."""
-        return self.pace(job, gpus) * job.spec.duration
-
     def pace(self, job: JobState, gpus: tuple[int, ...] | list[int]) -> float:
         """Wall seconds per second of ``duration`` on ``gpus``: the slowest GPU type's time ÷
         the duration (``Cluster.typed``; else 1.0: every type runs the job at its duration)."""
