@@ -394,3 +394,19 @@ def test_profile_jobs_compute_at_the_slowest_workers_speed(policy) -> None:
     assert simulate(same, [spec], policy).jobs[0].jct == base
     got = simulate(slow, [spec], policy).jobs[0].jct
     assert base < got <= 2 * base + 1e-6
+
+
+def test_fixed_iteration_profile_jobs_on_a_slow_type() -> None:
+    """Luo's physical workload (fixed iteration counts wrap the applications) on a slow type:
+    every job slower, none faster (regression: the speed factor must wrap any application)."""
+    from ddlsched.workloads.presets import load_workload
+
+    jobs = load_workload("luo24-physical", 0)
+    plain = Cluster.homogeneous(4, 4, gpu_memory_mb=11264.0)
+    slow = Cluster(
+        servers=tuple(Server(num_gpus=4, gpu_memory_mb=11264.0, speed=0.5) for _ in range(4)),
+        typed=True,
+    )
+    a = simulate(plain, jobs, "sjf").summary["avg_jct"]
+    b = simulate(slow, jobs, "sjf").summary["avg_jct"]
+    assert a < b <= 2 * a + 1e-6

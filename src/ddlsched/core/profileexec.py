@@ -42,6 +42,20 @@ def accumulated_config(app: Application, replicas: int, batch: int, limit: int) 
     return BatchConfig(local=local, accum=k, a=a, M=replicas * a * (k + 1))
 
 
+def rate_at(app, placement, cfg, epoch: int, speed: float) -> float:
+    """``app.rate`` on GPUs ``speed`` times as fast as the profiled ones (a GPU type's speed
+    factor, issue #17): the compute of every micro-batch ÷ speed, the gradient sync as
+    profiled — T_iter = sync + (step − sync)·(k + 1) / speed instead of step + (step − sync)·k
+    — applied as a factor, so it holds for every application kind (profiles, fitted models,
+    fixed iteration counts); ``app.rate`` itself at speed 1."""
+    g = app.rate(placement, cfg, epoch)
+    if speed == 1.0:
+        return g
+    step, sync = app.step_time(placement, cfg.a)
+    t_iter = step + (step - sync) * cfg.accum
+    return g * t_iter / (sync + (step - sync) * (cfg.accum + 1) / speed)
+
+
 class FixedIterations:
     """An application whose job runs a fixed number of iterations at its batch instead of the
     application's epochs (Luo's physical workload: "training iterations from 100 to 5000"):
@@ -220,7 +234,7 @@ class ProfileExecutor:
         total, progress = 0.0, 0.0
         for e in range(app.max_epochs):
             target = app.progress_at(e + 1)
-            total += max(target - progress, 0.0) / app.rate_at(placement, cfg, e, speed)
+            total += max(target - progress, 0.0) / rate_at(app, placement, cfg, e, speed)
             progress = target
         return total
 
@@ -426,7 +440,7 @@ class ProfileExecutor:
         if self.agent is not None:
             self.agent.observe(r)
         speed = self.sim.cluster.slowest_speed(r.job.gpus)  # GPU types (1.0 if undeclared)
-        r.rate = r.app.rate_at(r.placement, r.cfg, r.epoch, speed) / self.slowdown(r.job, leaving)
+        r.rate = rate_at(r.app, r.placement, r.cfg, r.epoch, speed) / self.slowdown(r.job, leaving)
         target = r.app.progress_at(r.epoch + 1)
         t = r.last + r.delay_left + max(target - r.progress, 0.0) / r.rate
         r.ver += 1
@@ -501,7 +515,7 @@ class ProfileExecutor:
         while s > 0:
             if self.agent is not None:
                 self.agent.observe(r)
-            g = app.rate_at(r.placement, r.cfg, r.epoch, speed) / slow
+            g = rate_at(app, r.placement, r.cfg, r.epoch, speed) / slow
             target = app.progress_at(r.epoch + 1)
             if r.progress + g * s < target:
                 r.progress += g * s

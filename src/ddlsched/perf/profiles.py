@@ -313,18 +313,6 @@ class Application:
         """Progress per second g = gain(epoch, M)/T_iter (§2, sim:131)."""
         return self.gain(epoch, cfg.M) / self.iteration_time(placement, cfg)
 
-    def rate_at(
-        self, placement: Sequence[int], cfg: BatchConfig, epoch: int, speed: float
-    ) -> float:
-        """``rate`` on GPUs ``speed`` times as fast as the profiled ones (a GPU type's speed
-        factor, issue #17): the compute of every micro-batch ÷ speed, the gradient sync as
-        profiled, T_iter = sync + (step − sync)·(k + 1) / speed; ``rate`` itself at 1."""
-        if speed == 1.0:
-            return self.rate(placement, cfg, epoch)
-        step, sync = self.step_time(placement, cfg.a)
-        t_iter = sync + (step - sync) * (cfg.accum + 1) / speed
-        return self.gain(epoch, cfg.M) / t_iter
-
 
 # -------------------------------------------------------------------------------------------
 # loading
