@@ -105,14 +105,20 @@ class Cluster:
             return 1.0
         return min(self.servers[self.gpu_server[g]].speed for g in gpus)
 
+    @property
+    def mean_speed(self) -> float:
+        """The GPU types' speed factors averaged over the GPUs (Σ_t c_t · speed_t / G): the
+        speed of an equal time-share of the types (1.0 where types are undeclared)."""
+        if not self.typed:
+            return 1.0
+        return sum(srv.speed * srv.num_gpus for srv in self.servers) / self.num_gpus
+
     def mean_speed_time(self, seconds: float) -> float:
-        """``seconds`` of speed-1 compute on an equal time-share of the GPU types (in
-        proportion to their counts): 1 ÷ Σ_t (c_t/G) · speed_t / seconds (``seconds`` where
-        types are undeclared)."""
+        """``seconds`` of speed-1 compute on an equal time-share of the GPU types
+        (``seconds`` ÷ ``mean_speed``; unchanged where types are undeclared)."""
         if not self.typed:
             return seconds
-        rate = sum(srv.speed * srv.num_gpus for srv in self.servers) / self.num_gpus
-        return seconds / rate
+        return seconds / self.mean_speed
 
     @property
     def heterogeneous(self) -> bool:

@@ -50,7 +50,11 @@ class DurationExecutor:
         #: per GPU: (type, speed); undeclared types: every job runs at its ``duration``
         self._types = [(cl.gpu_type(g), cl.gpu_speed(g)) for g in range(cl.num_gpus)]
         self._typed = bool(cl.typed)
-        self._one_type = len(cl.gpu_types) == 1
+        speeds = dict(self._types)
+        counts = cl.gpu_types
+        #: (type, GPU count, speed) in cluster order, for ``alone_time``
+        self._type_info = [(t, c, speeds[t]) for t, c in counts.items()]
+        self._one_type = len(counts) == 1
 
     # ------------------------------------------------------------------ Executor protocol
     def start(self, job: JobState, delay: float) -> None:
@@ -104,17 +108,15 @@ class DurationExecutor:
         """Seconds alone on an equal share of the GPU types (``AloneTimes``): 1 ÷ Σ_t
         (c_t / G) ÷ D_t over the cluster's types t with c_t of its G GPUs, D_t the job's time
         on type t (its duration where types are undeclared or the cluster has one type)."""
-        cl = self.sim.cluster
-        types = cl.gpu_types
         if not self._typed:
             return job.spec.duration
-        speed = {cl.gpu_type(g): cl.gpu_speed(g) for g in range(cl.num_gpus)}
+        n = self.sim.cluster.num_gpus
         rate = 0.0
-        for t, count in types.items():
-            d = job.spec.duration_on(t, speed[t])
+        for t, count, speed in self._type_info:
+            d = job.spec.duration_on(t, speed)
             if d is None:
-                d = job.spec.duration / speed[t]
-            rate += count / cl.num_gpus / d
+                d = job.spec.duration / speed
+            rate += count / n / d
         return 1.0 / rate if rate > 0 else float("inf")
 
     def pace(self, job: JobState, gpus: tuple[int, ...] | list[int]) -> float:
@@ -124,8 +126,7 @@ class DurationExecutor:
         if not self._typed:
             return 1.0
         worst = 0.0
-        for g in gpus:
-            gpu_type, speed = self._types[g]
+        for gpu_type, speed in dict.fromkeys(self._types[g] for g in gpus):  # each type once
             t = spec.duration_on(gpu_type, speed)
             if t is None:
                 if not self._one_type:

@@ -229,8 +229,7 @@ class ProfileExecutor:
         cl = self.sim.cluster
         placement = compact_placement(job.num_gpus, cl.max_gpus_per_server)
         cfg = self.config(job)
-        speed = cl.mean_speed_time(1.0)  # GPU types: the types' count-weighted mean speed
-        speed = 1.0 / speed if speed != 1.0 else 1.0
+        speed = cl.mean_speed  # GPU types: an equal time-share of them
         total, progress = 0.0, 0.0
         for e in range(app.max_epochs):
             target = app.progress_at(e + 1)
