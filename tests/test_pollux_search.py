@@ -236,24 +236,61 @@ def test_an_empty_round_allocates_nothing():
 
 
 def test_board_rows_follow_every_change_of_the_board():
-    """row_for keeps the board's free GPUs as lists until the board changes: put, remove and
-    restore must each be seen by the next row_for."""
-    from ddlsched.policies.pollux_search import KEEP, MULTI, SINGLE, Option, _Board
+    """row_for keeps the board's open nodes until the board changes: put, remove and restore
+    must each be seen by the next row_for (rows are sparse: (node, GPUs) pairs)."""
+    from ddlsched.policies.pollux_search import KEEP, MULTI, SINGLE, Option, _Board, dense
 
     p = toy(current=np.array([[2, 0], [0, 0]]))
     board = _Board(p)
+
+    def at(i, o):
+        row = board.row_for(i, o)
+        return None if row is None else dense(row, 2)
+
     two, three = Option(SINGLE, 2, 0, 1.0), Option(MULTI, 3, 2, 1.0)
-    assert board.row_for(1, two).tolist() == [2, 0]  # best fit, lowest index
-    assert board.row_for(1, three).tolist() == [2, 1]
+    assert at(1, two) == [2, 0]  # best fit, lowest index
+    assert at(1, three) == [2, 1]
     saved = board.snapshot()
     board.put(0, Option(KEEP, 2, 0, 1.0), board.row_for(0, Option(KEEP, 2, 0, 1.0)))
-    assert board.row_for(1, two).tolist() == [0, 2]
-    assert board.row_for(1, three) is None
-    assert board.row_for(0, Option(KEEP, 2, 0, 1.0)) is None
+    assert at(1, two) == [0, 2]
+    assert at(1, three) is None
+    assert at(0, Option(KEEP, 2, 0, 1.0)) is None
     board.remove(0)
-    assert board.row_for(1, two).tolist() == [2, 0]
-    board.put(1, three, np.array([1, 2]))
-    assert board.row_for(0, Option(SINGLE, 1, 0, 1.0)).tolist() == [1, 0]
-    assert board.row_for(0, Option(MULTI, 2, 2, 1.0)) is None  # both nodes hold a multi job
+    assert at(1, two) == [2, 0]
+    board.put(1, three, ((0, 1), (1, 2)))
+    assert (board.avail_n, board.avail_free) == (0, 0)  # both nodes hold the multi-node job
+    assert at(0, Option(SINGLE, 1, 0, 1.0)) == [1, 0]
+    assert at(0, Option(MULTI, 2, 2, 1.0)) is None  # both nodes hold a multi job
+    assert board.alloc.tolist() == [[0, 0], [1, 2]]
     board.restore(saved)
-    assert board.row_for(1, three).tolist() == [2, 1]
+    assert (board.avail_n, board.avail_free) == (2, 4)
+    assert at(1, three) == [2, 1]
+
+
+def test_board_open_node_counts_follow_puts_and_removes():
+    """The counts of nodes open to a multi-node job (free GPUs, no multi-node job) that
+    ``_Board`` keeps up to date equal a recount after every change."""
+    from ddlsched.policies.pollux_search import MULTI, SINGLE, Option, _Board
+
+    p = toy(current=np.array([[0, 0], [0, 0]]))
+    board = _Board(p)
+
+    def recount():
+        nodes = [n for n, f in enumerate(board.free) if f > 0 and not board.multi_on[n]]
+        return len(nodes), sum(board.free[n] for n in nodes), nodes
+
+    steps = [
+        ("put", 0, Option(SINGLE, 1, 0, 1.0), ((1, 1),)),
+        ("put", 1, Option(MULTI, 2, 2, 1.0), ((0, 1), (1, 1))),
+        ("remove", 0),
+        ("remove", 1),
+        ("put", 1, Option(SINGLE, 2, 0, 1.0), ((0, 2),)),
+    ]
+    for step in steps:
+        if step[0] == "put":
+            board.put(*step[1:])
+        else:
+            board.remove(step[1])
+        n, free, nodes = recount()
+        assert (board.avail_n, board.avail_free) == (n, free), step
+        assert board.avail() == nodes, step

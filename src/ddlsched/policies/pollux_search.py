@@ -210,116 +210,161 @@ def relaxation_optimum(problem: RoundProblem, opts: list[list[Option]]) -> list[
     return chosen
 
 
+#: a job's GPUs per node on a board, sparse: (node, GPUs) pairs with GPUs > 0, by node
+Row = tuple[tuple[int, int], ...]
+
+
+def dense(row: Row, num_nodes: int) -> list[int]:
+    """``row`` as GPUs per node (length ``num_nodes``)."""
+    out = [0] * num_nodes
+    for n, c in row:
+        out[n] = c
+    return out
+
+
 class _Board:
-    """A partial allocation being built: GPUs per node of each placed job, free GPUs and
-    multi-node jobs per node."""
+    """A partial allocation being built: GPUs per node of each placed job (sparse rows), free
+    GPUs and multi-node jobs per node. Plain Python lists: a board has a node count's worth of
+    entries, and numpy's per-call cost on such small arrays was most of the search's time."""
 
     def __init__(self, problem: RoundProblem) -> None:
         self.p = problem
-        self.alloc = np.zeros((problem.num_jobs, problem.num_nodes), dtype=np.int64)
-        self.free = problem.node_capacity.copy()
-        self.multi_on = np.zeros(problem.num_nodes, dtype=bool)
+        self.rows: list[Row] = [()] * problem.num_jobs
+        self.free: list[int] = problem.node_capacity.tolist()
+        self.multi_on: list[bool] = [False] * problem.num_nodes
         self.opt: list[Option | None] = [None] * problem.num_jobs
-        self._lists: tuple | None = None
+        #: the nodes open to a multi-node job (free GPUs, none there), their count and free
+        #: GPUs in all: the counts kept up to date, the list made when asked for
+        self.avail_n = sum(1 for f in self.free if f > 0)
+        self.avail_free = sum(self.free)
+        self._avail_list: list[int] | None = None
+        self._current = _current_rows(problem)
 
-    def _state(self) -> tuple[list[int], list[bool], list[int], int]:
-        """(free GPUs, multi-node job?) per node as lists, the nodes open to a multi-node job
-        and their free GPUs in all; kept until the board changes (``row_for`` is called for
-        one option after another on an unchanged board)."""
-        if self._lists is None:
-            free, multi_on = self.free.tolist(), self.multi_on.tolist()
-            avail = [n for n, f in enumerate(free) if not multi_on[n] and f > 0]
-            self._lists = free, multi_on, avail, sum(free[n] for n in avail)
-        return self._lists
+    @property
+    def alloc(self) -> np.ndarray:
+        """The allocation as a J × N array."""
+        out = np.zeros((self.p.num_jobs, self.p.num_nodes), dtype=np.int64)
+        for i, row in enumerate(self.rows):
+            for n, c in row:
+                out[i, n] = c
+        return out
+
+    def avail(self) -> list[int]:
+        """The nodes open to a multi-node job, by index; kept until the board changes
+        (``row_for`` is called for one option after another on an unchanged board)."""
+        if self._avail_list is None:
+            free, multi_on = self.free, self.multi_on
+            self._avail_list = [n for n, f in enumerate(free) if f > 0 and not multi_on[n]]
+        return self._avail_list
+
+    def _touch(self, row: Row, sign: int) -> None:
+        """Take (``sign`` = −1) or give back (+1) ``row``'s GPUs, keeping the open-node counts:
+        a multi-node row's nodes are closed to other multi-node jobs while it is on them."""
+        free, multi_on = self.free, self.multi_on
+        multi = len(row) > 1
+        for n, c in row:
+            f, m = free[n], multi_on[n]
+            if f > 0 and not m:  # its old contribution
+                self.avail_n -= 1
+                self.avail_free -= f
+            f += sign * c
+            if multi:
+                m = sign < 0
+            free[n], multi_on[n] = f, m
+            if f > 0 and not m:
+                self.avail_n += 1
+                self.avail_free += f
+        self._avail_list = None
 
     def snapshot(self) -> tuple:
-        return self.alloc.copy(), self.free.copy(), self.multi_on.copy(), list(self.opt)
+        return (
+            list(self.rows),
+            list(self.free),
+            list(self.multi_on),
+            list(self.opt),
+            self.avail_n,
+            self.avail_free,
+        )
 
     def restore(self, saved: tuple) -> None:
-        alloc, free, multi_on, opt = saved
-        self.alloc, self.free, self.multi_on, self.opt = (
-            alloc.copy(),
-            free.copy(),
-            multi_on.copy(),
+        rows, free, multi_on, opt, self.avail_n, self.avail_free = saved
+        self.rows, self.free, self.multi_on, self.opt = (
+            list(rows),
+            list(free),
+            list(multi_on),
             list(opt),
         )
-        self._lists = None
+        self._avail_list = None
 
     def cost(self) -> float:
         return sum(o.cost if o is not None else 1.0 / self.p.eps for o in self.opt)
 
-    def remove(self, i: int) -> np.ndarray:
-        row = self.alloc[i].copy()
-        self.free += row
-        if np.count_nonzero(row) > 1:
-            self.multi_on[row > 0] = False
-        self.alloc[i] = 0
+    def remove(self, i: int) -> Row:
+        row = self.rows[i]
+        self._touch(row, 1)
+        self.rows[i] = ()
         self.opt[i] = None
-        self._lists = None
         return row
 
-    def put(self, i: int, o: Option, row: np.ndarray) -> None:
-        self.alloc[i] = row
-        self.free -= row
-        if np.count_nonzero(row) > 1:
-            self.multi_on[row > 0] = True
+    def put(self, i: int, o: Option, row: Row) -> None:
+        self.rows[i] = row
+        self._touch(row, -1)
         self.opt[i] = o
-        self._lists = None
 
-    def rows_for(self, i: int, o: Option) -> list[np.ndarray]:
+    def rows_for(self, i: int, o: Option) -> list[Row]:
         """:meth:`row_for`, and for a one-node option every other node that fits and differs
         in free GPUs or multi-node job (best fit first)."""
         if o.kind != SINGLE:
             row = self.row_for(i, o)
             return [] if row is None else [row]
+        free, multi_on, r = self.free, self.multi_on, o.replicas
+        fits = [n for n, f in enumerate(free) if f >= r]
         seen, rows = set(), []
-        fits = np.flatnonzero(self.free >= o.replicas)
-        for n in sorted(fits, key=lambda k: (self.free[k], not self.multi_on[k], k)):
-            key = (int(self.free[n]), bool(self.multi_on[n]))
+        for n in sorted(fits, key=lambda k: (free[k], not multi_on[k], k)):
+            key = (free[n], multi_on[n])
             if key not in seen:
                 seen.add(key)
-                row = np.zeros(self.p.num_nodes, dtype=np.int64)
-                row[n] = o.replicas
-                rows.append(row)
+                rows.append(((n, r),))
         return rows
 
-    def row_for(self, i: int, o: Option) -> np.ndarray | None:
+    def row_for(self, i: int, o: Option) -> Row | None:
         """Where option ``o`` of job i would go now (None if it does not fit): KEEP on its
         current GPUs; one node by best fit (ties: a node with a multi-node job, then the
         lowest index); several nodes among those without a multi-node job, most free first,
         the last piece best fit, never all on one node."""
         r = o.replicas
         if r == 0:
-            return np.zeros(self.p.num_nodes, dtype=np.int64)
+            return ()
+        free, multi_on = self.free, self.multi_on
         if o.kind == KEEP:
-            row = self.p.current[i]
-            if (row > self.free).any() or (o.nodes and self.multi_on[row > 0].any()):
-                return None
-            return row.copy()
-        # plain Python on lists: a node count's worth of numpy calls costs more than the work
-        free, multi_on, avail, avail_free = self._state()
-        if o.kind == SINGLE:
-            best = None
-            for k, f in enumerate(free):
-                if f >= r:
-                    key = (f, not multi_on[k], k)
-                    if best is None or key < best:
-                        best = key
-            if best is None:
-                return None
-            row = np.zeros(self.p.num_nodes, dtype=np.int64)
-            row[best[2]] = r
+            row = self._current[i]
+            for n, c in row:
+                if c > free[n]:
+                    return None
+            if o.nodes:
+                for n, _ in row:
+                    if multi_on[n]:
+                        return None
             return row
-        if len(avail) < 2 or avail_free < r:
+        if o.kind == SINGLE:
+            best_n, best_f, best_m = -1, 0, False
+            for k, f in enumerate(free):  # key (free, not multi-node, index), smallest first
+                if f >= r and (
+                    best_n < 0 or f < best_f or (f == best_f and multi_on[k] and not best_m)
+                ):
+                    best_n, best_f, best_m = k, f, multi_on[k]
+            return None if best_n < 0 else ((best_n, r),)
+        if self.avail_n < 2 or self.avail_free < r:
             return None
-        out = [0] * len(free)
-        left, used = r, 0
+        avail = self.avail()
+        out: dict[int, int] = {}
+        left = r
         while left > 0:
-            rest = [n for n in avail if out[n] == 0]
+            rest = [n for n in avail if n not in out]
             if not rest:
                 return None
             fit = [n for n in rest if free[n] >= left]
-            if fit and not used:  # one node would do: start on the smallest piece
+            if fit and not out:  # one node would do: start on the smallest piece
                 n = min(rest, key=lambda k: (free[k], k))
                 take = min(free[n], left - 1)
             elif fit:
@@ -330,8 +375,15 @@ class _Board:
                 take = free[n]
             out[n] = take
             left -= take
-            used += 1
-        return np.array(out, dtype=np.int64) if used >= 2 else None
+        return tuple(sorted(out.items())) if len(out) >= 2 else None
+
+
+def _current_rows(problem: RoundProblem) -> list[Row]:
+    """Each job's current GPUs per node as a sparse row."""
+    return [
+        tuple((int(n), int(c)) for n, c in enumerate(cur) if c > 0)
+        for cur in problem.current.tolist()
+    ]
 
 
 def _place_order(choice: list[Option], multi_first: bool) -> list[int]:
@@ -363,6 +415,10 @@ def pack(problem: RoundProblem, choice: list[Option]) -> np.ndarray | None:
     return None
 
 
+def _by_cost(job_opts: list[Option]) -> list[Option]:
+    return sorted(job_opts, key=lambda o: o.cost)
+
+
 def _greedy_board(problem: RoundProblem, opts: list[list[Option]], choice: list[Option]) -> _Board:
     """Jobs placed with their chosen options where they fit (``pack``'s order), then each
     job that did not fit with its best option that fits and takes no more GPUs."""
@@ -375,18 +431,17 @@ def _greedy_board(problem: RoundProblem, opts: list[list[Option]], choice: list[
         else:
             board.put(i, choice[i], row)
     for i in missed:
-        _place_best(board, i, [o for o in opts[i] if o.replicas <= choice[i].replicas])
+        _place_best(board, i, _by_cost([o for o in opts[i] if o.replicas <= choice[i].replicas]))
     return board
 
 
-def _place_best(board: _Board, i: int, job_opts: list[Option], below: float = math.inf) -> bool:
-    """Place job i (not on the board) with its cheapest option that fits and costs less than
-    ``below``; False if there is none."""
-    _, _, avail, avail_free = board._state()
-    for o in sorted(job_opts, key=lambda o: o.cost):
+def _place_best(board: _Board, i: int, by_cost: list[Option], below: float = math.inf) -> bool:
+    """Place job i (not on the board) with its cheapest option (``by_cost``: its options,
+    cheapest first) that fits and costs less than ``below``; False if there is none."""
+    for o in by_cost:
         if o.cost >= below:
             return False
-        if o.kind == MULTI and (len(avail) < 2 or avail_free < o.replicas):
+        if o.kind == MULTI and (board.avail_n < 2 or board.avail_free < o.replicas):
             continue  # row_for's first check, without the call
         row = board.row_for(i, o)
         if row is not None:
@@ -395,7 +450,7 @@ def _place_best(board: _Board, i: int, job_opts: list[Option], below: float = ma
     return False
 
 
-def _improve(board: _Board, opts: list[list[Option]], rounds: int = 50) -> None:
+def _improve(board: _Board, tab: _Tables, rounds: int = 50) -> None:
     """Local search: re-place one job at a time with its cheapest option that fits the
     others, while Σ cost drops (at most ``rounds`` passes)."""
     for _ in range(rounds):
@@ -404,7 +459,7 @@ def _improve(board: _Board, opts: list[list[Option]], rounds: int = 50) -> None:
             o0 = board.opt[i]
             assert o0 is not None
             row0 = board.remove(i)
-            if _place_best(board, i, opts[i], below=o0.cost - 1e-12):
+            if _place_best(board, i, tab.by_cost[i], below=o0.cost - 1e-12):
                 better = True
             else:
                 board.put(i, o0, row0)
@@ -413,28 +468,46 @@ def _improve(board: _Board, opts: list[list[Option]], rounds: int = 50) -> None:
 
 
 class _Tables:
-    """Job i's options as arrays (kinds, replicas, costs) for vectorised fit checks."""
+    """Job i's options as arrays (kinds, replicas, costs) for vectorised fit checks, and
+    cheapest first."""
 
     def __init__(self, opts: list[list[Option]]) -> None:
         self.opts = opts
         self.kind = [np.array([o.kind for o in jo]) for jo in opts]
         self.reps = [np.array([o.replicas for o in jo]) for jo in opts]
         self.cost = [np.array([o.cost for o in jo]) for jo in opts]
+        self.by_cost = [_by_cost(jo) for jo in opts]
+        self.is_single = [k == SINGLE for k in self.kind]
+        self.is_keep = [k == KEEP for k in self.kind]
+        self.is_zero = [r == 0 for r in self.reps]
 
 
 def _fits(board: _Board, tab: _Tables, i: int) -> np.ndarray:
     """Which of job i's options fit if job i were re-placed now (exactly
     :meth:`_Board.row_for` is not None)."""
-    row = board.alloc[i]
-    free = board.free + row
-    taken = board.multi_on & ~(row > 0) if np.count_nonzero(row) > 1 else board.multi_on
-    kind, reps = tab.kind[i], tab.reps[i]
-    avail = free[~taken & (free > 0)]
-    ok = np.where(kind == SINGLE, reps <= free.max(), (len(avail) >= 2) & (reps <= avail.sum()))
-    cur = board.p.current[i]
-    keep_ok = bool((cur <= free).all()) and (np.count_nonzero(cur) <= 1 or not taken[cur > 0].any())
-    ok = np.where(kind == KEEP, keep_ok, ok)
-    return ok | (reps == 0)
+    row = board.rows[i]
+    free = list(board.free)
+    for n, c in row:
+        free[n] += c
+    multi_on = board.multi_on
+    if len(row) > 1:  # i's own nodes are open to it
+        mine = {n for n, _ in row}
+        taken = [m and n not in mine for n, m in enumerate(multi_on)]
+    else:
+        taken = multi_on
+    avail_n = avail_free = 0
+    for n, f in enumerate(free):
+        if f > 0 and not taken[n]:
+            avail_n += 1
+            avail_free += f
+    reps = tab.reps[i]
+    ok = np.where(tab.is_single[i], reps <= max(free), (avail_n >= 2) & (reps <= avail_free))
+    cur = board._current[i]
+    keep_ok = all(c <= free[n] for n, c in cur) and (
+        len(cur) <= 1 or not any(taken[n] for n, _ in cur)
+    )
+    ok = np.where(tab.is_keep[i], keep_ok, ok)
+    return ok | tab.is_zero[i]
 
 
 def _grow(board: _Board, tab: _Tables) -> None:
@@ -485,11 +558,11 @@ def _pair_move(board: _Board, tab: _Tables, k: int, ok: int, i: int) -> bool:
     row_k, row_i = board.remove(k), board.remove(i)
     for new_k in board.rows_for(k, ok_opt):
         board.put(k, ok_opt, new_k)
-        if _place_best(board, i, tab.opts[i], below=before - ok_opt.cost - 1e-12):
+        if _place_best(board, i, tab.by_cost[i], below=before - ok_opt.cost - 1e-12):
             return True
         board.remove(k)
     tried = 0
-    for o in sorted(tab.opts[i], key=lambda o: o.cost):
+    for o in tab.by_cost[i]:
         if o.cost >= i_opt.cost - 1e-12 or tried >= PAIR_OPTIONS:
             break
         new_i = board.row_for(i, o)
@@ -497,7 +570,7 @@ def _pair_move(board: _Board, tab: _Tables, k: int, ok: int, i: int) -> bool:
             continue
         tried += 1
         board.put(i, o, new_i)
-        if _place_best(board, k, tab.opts[k], below=before - o.cost - 1e-12):
+        if _place_best(board, k, tab.by_cost[k], below=before - o.cost - 1e-12):
             return True
         board.remove(i)
     board.put(k, k_opt, row_k)
@@ -511,28 +584,40 @@ def _transfer(board: _Board, tab: _Tables, passes: int = 50) -> None:
     Candidates are ranked by an optimistic gain (i gets every GPU k frees plus the free ones)
     and the best ``TRANSFER_TRIES`` are tried; the one that lowers Σ cost most is kept."""
     J = board.p.num_jobs
+    g_max = board.p.num_gpus
+    job_of = np.concatenate([np.full(len(r), i) for i, r in enumerate(tab.reps)])
+    all_reps = np.concatenate(tab.reps)
+    all_cost = np.concatenate(tab.cost)
     for _ in range(passes):
         cur = np.array([o.cost for o in board.opt])  # type: ignore[union-attr]
         reps = np.array([o.replicas for o in board.opt])  # type: ignore[union-attr]
-        spare = int(board.free.sum())
-        g_max = board.p.num_gpus
+        spare = sum(board.free)
         # best[i, g]: job i's cheapest option with at most reps[i] + g replicas
         best = np.full((J, g_max + 1), np.inf)
-        for i in range(J):
-            extra = np.clip(tab.reps[i] - reps[i], 0, None)
-            np.minimum.at(best[i], np.minimum(extra, g_max), tab.cost[i])
+        extra = np.minimum(np.clip(all_reps - reps[job_of], 0, None), g_max)
+        np.minimum.at(best, (job_of, extra), all_cost)
         best = np.minimum.accumulate(best, axis=1)
-        cands = []
+        # every (k, option ok of k, i) whose optimistic gain is positive, as sort keys
+        keys: list[np.ndarray] = []
         for k in range(J):
-            fits = _fits(board, tab, k)
-            for ok in np.flatnonzero(fits & (tab.reps[k] <= reps[k])):
-                freed = int(reps[k] - tab.reps[k][ok])
-                loss = float(tab.cost[k][ok] - cur[k])
-                net = cur - best[:, min(freed + spare, g_max)] - loss
-                net[k] = -np.inf
-                for i in np.flatnonzero(net > 1e-12):
-                    cands.append((-float(net[i]), k, int(ok), int(i)))
-        cands.sort()
+            oks = np.flatnonzero(_fits(board, tab, k) & (tab.reps[k] <= reps[k]))
+            if not len(oks):
+                continue
+            freed = reps[k] - tab.reps[k][oks]
+            loss = tab.cost[k][oks] - cur[k]
+            net = cur - best[:, np.minimum(freed + spare, g_max)].T - loss[:, None]
+            net[:, k] = -np.inf
+            at_ok, at_i = np.nonzero(net > 1e-12)
+            if len(at_ok):
+                keys.append(np.stack([-net[at_ok, at_i], np.full(len(at_ok), k), oks[at_ok], at_i]))
+        cands: list[tuple[float, int, int, int]] = []
+        if keys:
+            allk = np.concatenate(keys, axis=1)
+            order = np.lexsort((allk[3], allk[2], allk[1], allk[0]))[:TRANSFER_TRIES]
+            cands = [
+                (float(allk[0, j]), int(allk[1, j]), int(allk[2, j]), int(allk[3, j]))
+                for j in order
+            ]
         before = board.cost()
         best_move, best_cost = None, before - 1e-12
         for move in cands[:TRANSFER_TRIES]:
@@ -574,10 +659,10 @@ def search(problem: RoundProblem, stats: SearchStats | None = None) -> np.ndarra
     best = None
     for board in starts:
         _grow(board, tab)
-        _improve(board, opts)
+        _improve(board, tab)
         _transfer(board, tab)
         _grow(board, tab)
-        _improve(board, opts)
+        _improve(board, tab)
         if best is None or board.cost() < best.cost() - 1e-12:
             best = board
     assert best is not None
