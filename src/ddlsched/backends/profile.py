@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..core.job import JobSpec
 from ..core.protocols import SchedulingPolicy, SharesGpus
-from ..errors import InputError
+from ..errors import InputError, quote
 from ..policies.plugins import PROFILE_JOBS
 from ..settings_scope import PROFILE, RunScope
 from .base import Backend, Progress
@@ -76,10 +76,12 @@ class ProfileBackend(Backend):
         else:
             apps = builtin_profiles()
             where = "the built-in profiles"
+        type_apps = type_applications(cluster, jobs, apps)
         if settings.ground_truth == "fitted":
             from ..perf.fitting import fitted_applications
 
             apps = fitted_applications(apps)
+            type_apps = {t: fitted_applications(a) for t, a in type_apps.items()}
         missing = sorted({j.application for j in jobs} - set(apps))
         if missing:
             raise InputError(
@@ -90,6 +92,8 @@ class ProfileBackend(Backend):
             )
         if policy.name != "pollux":  # Pollux picks every batch itself
             check_batches(jobs, apps, where)
+            for t, typed in type_apps.items():
+                check_batches(jobs, typed, f"the profiles of GPU type {quote(t)}")
         elif settings.pollux_ncf_batch and any(j.application == "ncf" for j in jobs):
             problem = batch_problem(apps["ncf"], 1, settings.pollux_ncf_batch, where)
             if problem:
@@ -111,6 +115,7 @@ class ProfileBackend(Backend):
                 pair_interference=read_pair_interference(settings.interference_file)
                 if settings.interference_file
                 else None,
+                type_applications=type_apps or None,
             ),
             seed=seed,
             max_jobs_per_gpu=(settings.max_jobs_per_gpu or per_gpu) if per_gpu > 1 else 1,
@@ -132,6 +137,49 @@ class ProfileBackend(Backend):
         from ..core.simulator import Simulator
 
         return Simulator(*args, **options)  # type: ignore[arg-type]
+
+
+def type_applications(
+    cluster: Cluster, jobs: Sequence[JobSpec], apps: Mapping[str, object]
+) -> dict[str, dict]:
+    """The measured profiles of each GPU type that names its own (``Cluster.type_profiles``),
+    read now; one-line errors naming the cluster file and the type's ``profiles`` field when
+    the tables are malformed or lack an application of ``jobs`` (or have fewer epochs than
+    its default profile: the job's epochs and progress come from ``apps``)."""
+    from ..perf.profiles import load_applications
+
+    out: dict[str, dict] = {}
+    needed = sorted({j.application for j in jobs if j.application})
+    for tp in cluster.type_profiles:
+        where = f"profiles of GPU type {quote(tp.gpu_type)}"
+
+        def error(message: str, tp=tp) -> InputError:
+            return InputError(
+                message,
+                source=tp.source,
+                line=tp.line,
+                field=f"gpu_types.{tp.gpu_type}.profiles",
+            )
+
+        try:
+            typed = load_applications(tp.directory)
+        except InputError as e:
+            raise error(f"{where}: {e}") from None
+        missing = [a for a in needed if a not in typed]
+        if missing:
+            raise error(
+                f"{where} ({quote(tp.directory)}): no profile for application(s) "
+                f"{', '.join(missing)}; profiles found: {', '.join(sorted(typed)) or 'none'}"
+            )
+        for a in needed:
+            own, default = typed[a].epochs, apps[a].max_epochs  # type: ignore[attr-defined]
+            if own < default:
+                raise error(
+                    f"{where}: application {a} has {own} epoch(s) of validation curves, "
+                    f"fewer than the {default} its default profile runs"
+                )
+        out[tp.gpu_type] = typed
+    return out
 
 
 def batch_problem(app: object, replicas: int, batch: int, where: str) -> str | None:

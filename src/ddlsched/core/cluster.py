@@ -25,6 +25,20 @@ class Server:
 
 
 @dataclass(frozen=True)
+class TypeProfiles:
+    """A GPU type's own measured application profiles (a cluster file's ``[gpu_types.NAME]
+    profiles = "DIR"``): ``directory`` holds application folders as the ``profiles`` setting's
+    does. Application-profile jobs on GPUs of ``gpu_type`` run at these profiles' rates instead
+    of the default profiles' × the type's speed. ``source``/``line``: where the cluster file
+    names it (for error messages)."""
+
+    gpu_type: str
+    directory: str
+    source: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
 class Cluster:
     """A set of servers. Heterogeneous GPU counts per server are allowed."""
 
@@ -35,6 +49,9 @@ class Cluster:
     #: time on each type. Undeclared (the default unless some server's speed is not 1), every
     #: type runs a trace job at its ``duration``, as before GPU types had speeds
     typed: bool | None = None
+    #: GPU types with their own measured application profiles (``TypeProfiles``); the other
+    #: types run application-profile jobs on the default profiles at their speed
+    type_profiles: tuple[TypeProfiles, ...] = ()
     # derived lookup tables, filled in __post_init__
     gpu_server: tuple[int, ...] = field(init=False, repr=False, compare=False)
     gpu_local: tuple[int, ...] = field(init=False, repr=False, compare=False)

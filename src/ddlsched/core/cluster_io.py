@@ -22,8 +22,8 @@ from ..parsing import (
     load_toml,
     load_yaml,
 )
-from ..paths import path_exists, read_text
-from .cluster import Cluster, Server
+from ..paths import is_dir, path_exists, read_text
+from .cluster import Cluster, Server, TypeProfiles
 
 
 def _wang20() -> Cluster:
@@ -141,7 +141,9 @@ SERVER_FIELDS: tuple[str, ...] = tuple(
 )
 _TOP_KEYS = ("name", "gpu_types", "defaults", "servers")
 #: keys of one ``[gpu_types.NAME]`` entry
-_TYPE_KEYS = ("speed", "gpu_memory_mb")
+_TYPE_KEYS = ("speed", "gpu_memory_mb", "profiles")
+#: its numeric keys
+_TYPE_NUMBERS = ("speed", "gpu_memory_mb")
 _ENTRY_KEYS = SERVER_FIELDS + ("count",)
 _POSITIVE_NUMBERS = ("gpu_memory_mb", "intra_bandwidth_gbps", "network_bandwidth_gbps")
 #: Guard against typos such as ``count = 1000000000`` that would exhaust memory.
@@ -248,6 +250,8 @@ def _toml_line(text: str, path: Path_) -> int | None:
 class _Ctx:
     def __init__(self, source: str, text: str, fmt: str) -> None:
         self.source = source
+        #: the folder relative paths in the file (a type's ``profiles``) are relative to
+        self.folder = Path(source).parent
         self.text = text
         self.fmt = fmt
         self._yaml: dict[Path_, int] | None = None
@@ -343,9 +347,31 @@ def _server_fields(table: Any, path: Path_, ctx: _Ctx, allowed: tuple[str, ...])
     return out
 
 
-def _gpu_types(table: Any, ctx: _Ctx) -> dict[str, dict[str, float]]:
+def _type_profiles(name: str, v: Any, path: Path_, ctx: _Ctx) -> TypeProfiles:
+    """A type's ``profiles``: a directory of application folders (relative to the cluster
+    file's folder), checked to exist here; its tables are read by a run that needs them."""
+    if not isinstance(v, str) or not v.strip():
+        raise ctx.error(f"expected a directory name (a string), got {_type_name(v)}", path)
+    where = Path(v.strip()).expanduser()
+    if not where.is_absolute():
+        where = ctx.folder / where
+    if not is_dir(where):
+        what = "not a directory" if path_exists(where) else "no such directory"
+        raise ctx.error(
+            f"profiles of GPU type {quote(name)} ({quote(str(where))}): {what} (expected "
+            "application folders, as the profiles setting's)",
+            path,
+        )
+    return TypeProfiles(name, str(where), source=ctx.source, line=ctx.line(path))
+
+
+def _gpu_types(table: Any, ctx: _Ctx, profiles: list[TypeProfiles]) -> dict[str, dict[str, float]]:
     """``[gpu_types.NAME]`` entries: ``speed`` (required, > 0: how fast a job without its
-    own per-type table runs on this type, relative to speed 1) and ``gpu_memory_mb``."""
+    own per-type table runs on this type, relative to speed 1), ``gpu_memory_mb`` and
+    ``profiles`` (the type's own measured application profiles, appended to ``profiles``;
+    ``speed`` is still required then: application-profile jobs on the type run at its
+    profiles' rates, everything else — trace jobs, type-aware placement, Gavel — uses the
+    speed)."""
     path: Path_ = ("gpu_types",)
     if not isinstance(table, dict) or not table:
         raise ctx.error(
@@ -373,8 +399,10 @@ def _gpu_types(table: Any, ctx: _Ctx) -> dict[str, dict[str, float]]:
                 "reference type)",
                 p + ("speed",),
             )
+        if "profiles" in entry:
+            profiles.append(_type_profiles(name.strip(), entry["profiles"], p + ("profiles",), ctx))
         typed: dict[str, float] = {}
-        for key in _TYPE_KEYS:
+        for key in _TYPE_NUMBERS:
             if key in entry:
                 x = _number(entry[key], p + (key,), ctx)
                 if x <= 0:
@@ -423,7 +451,8 @@ def _build_cluster(data: Any, ctx: _Ctx, default_name: str) -> Cluster:
     name = data.get("name", default_name)
     if not isinstance(name, str) or not name.strip():
         raise ctx.error(f"expected a non-empty string, got {_type_name(name)}", ("name",))
-    types = _gpu_types(data["gpu_types"], ctx) if "gpu_types" in data else None
+    profiles: list[TypeProfiles] = []
+    types = _gpu_types(data["gpu_types"], ctx, profiles) if "gpu_types" in data else None
     defaults = _server_fields(data.get("defaults", {}), ("defaults",), ctx, SERVER_FIELDS)
 
     if "servers" not in data:
@@ -457,7 +486,12 @@ def _build_cluster(data: Any, ctx: _Ctx, default_name: str) -> Cluster:
         if total_gpus > MAX_GPUS:
             raise ctx.error(f"cluster has more than {MAX_GPUS} GPUs", path + ("count",))
         servers.extend([srv] * count)
-    return Cluster(servers=tuple(servers), name=name.strip(), typed=types is not None)
+    return Cluster(
+        servers=tuple(servers),
+        name=name.strip(),
+        typed=types is not None,
+        type_profiles=tuple(profiles),
+    )
 
 
 def _parse(text: str, source: str, fmt: str) -> Any:

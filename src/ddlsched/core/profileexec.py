@@ -94,11 +94,14 @@ class _Run:
         "ver",
         "running",
         "since",
+        "typed",
     )
 
     def __init__(self, job: JobState, app: Application) -> None:
         self.job = job
         self.app = app
+        #: the job's application in the profiles of each GPU type that has its own
+        self.typed: dict[str, Application] = {}
         self.cfg: BatchConfig | None = None
         self.placement: tuple[int, ...] = ()
         self.epoch = 0
@@ -144,6 +147,7 @@ class ProfileExecutor:
         interval: float = 60.0,
         interference: float = 1.0,
         pair_interference: dict[tuple[str, str], float] | None = None,
+        type_applications: dict[str, dict[str, Application]] | None = None,
     ) -> None:
         if semantics not in ("events", "rounds"):
             raise ValueError(f"unknown semantics {semantics!r}")
@@ -164,6 +168,9 @@ class ProfileExecutor:
         self.batch_override: dict[int, int] = {}
         #: an elastic policy's job agent (observations and batch re-tuning between epochs)
         self.agent: JobAgent | None = None
+        #: GPU type → its own measured profiles (a cluster file's ``[gpu_types.T] profiles``):
+        #: a job runs there at that profile's rate, not the default one's × the type's speed
+        self.type_apps = dict(type_applications or {})
 
     # ------------------------------------------------------------------ Executor protocol
     def attach(self, sim: Simulator) -> None:
@@ -186,11 +193,62 @@ class ProfileExecutor:
         self._configs: dict[tuple[int, int | None, int, int], BatchConfig] = {}
         #: remaining_time memo: (job, placement, config, epoch, progress) → seconds
         self._remaining: dict[tuple, float] = {}
+        cl = sim.cluster
+        if self.type_apps:  # per-type profiles: each GPU's type, each type's speed
+            self._gpu_type = [cl.gpu_type(g) for g in range(n)]
+            self._speed = {s.gpu_type: s.speed if cl.typed else 1.0 for s in cl.servers}
         for j in sim.jobs:
-            app = self.apps[j.spec.application]
-            if j.spec.iterations > 0:  # a fixed iteration count instead of epochs
-                app = FixedIterations(app, j.spec.iterations)  # type: ignore[assignment]
-            self.runs[j.job_id] = _Run(j, app)
+            app = self._wrap(self.apps[j.spec.application], j)
+            r = self.runs[j.job_id] = _Run(j, app)
+            for t, apps in self.type_apps.items():
+                r.typed[t] = self._wrap(apps[j.spec.application], j)
+
+    @staticmethod
+    def _wrap(app: Application, j: JobState) -> Application:
+        if j.spec.iterations > 0:  # a fixed iteration count instead of epochs
+            return FixedIterations(app, j.spec.iterations)  # type: ignore[return-value]
+        return app
+
+    # ------------------------------------------------------------------ GPU types
+    def _paces(self, r: _Run, gpus: tuple[int, ...]) -> list[tuple[Application, float]]:
+        """(profile, speed factor) of each GPU type among ``gpus`` (per-type profiles only):
+        a type with its own profiles at speed 1, the other types as one entry, the default
+        profile at their slowest speed (the rate grows with the speed)."""
+        out: list[tuple[Application, float]] = []
+        slow: float | None = None
+        for t in sorted({self._gpu_type[g] for g in gpus}):
+            own = r.typed.get(t)
+            if own is not None:
+                out.append((own, 1.0))
+            elif slow is None or self._speed[t] < slow:
+                slow = self._speed[t]
+        if slow is not None:
+            out.insert(0, (r.app, slow))
+        return out
+
+    def _rate(self, r: _Run, placement: tuple[int, ...], cfg: BatchConfig, epoch: int) -> float:
+        """Progress per second of ``r`` on its GPUs with ``placement``/``cfg`` at ``epoch``
+        (no interference): its slowest worker's pace — the smallest over the GPU types it
+        holds of the type's own profile's rate, or the default profile's at the type's speed
+        (``rate_at``); one ``rate_at`` at the slowest speed where no type has own profiles."""
+        if not self.type_apps:
+            speed = self.sim.cluster.slowest_speed(r.job.gpus)  # 1.0 if types are undeclared
+            return rate_at(r.app, placement, cfg, epoch, speed)
+        return min(rate_at(a, placement, cfg, epoch, s) for a, s in self._paces(r, r.job.gpus))
+
+    def pace(self, job: JobState) -> tuple[Application, float]:
+        """(profile, speed factor) running ``job`` runs at on its placement: its slowest GPU
+        type's own profile at speed 1, else the default profile at the slowest speed — what a
+        job agent measures (``rate_at(profile, …, speed)`` is the job's rate)."""
+        r = self.runs[job.job_id]
+        if not self.type_apps:
+            return r.app, self.sim.cluster.slowest_speed(job.gpus)
+        paces = self._paces(r, job.gpus)
+        if len(paces) == 1:
+            return paces[0]
+        assert r.cfg is not None
+        cfg, placement, epoch = r.cfg, r.placement, r.epoch
+        return min(paces, key=lambda p: rate_at(p[0], placement, cfg, epoch, p[1]))
 
     # ------------------------------------------------------------------ what policies tell it
     def configure(self, job: JobState, config: JobConfig) -> None:
@@ -224,8 +282,12 @@ class ProfileExecutor:
     def alone_time(self, job: JobState) -> float:
         """Seconds from start to finish alone on the most consolidated placement of the
         requested GPUs at the requested batch (``AloneTimes``), on GPU types at the cluster's
-        count-weighted mean speed (profiles are measured on one type)."""
-        app = self.runs[job.job_id].app
+        count-weighted mean speed (the default profiles are measured on one type). Where
+        some types have their own profiles, at the count-weighted mean of the per-type rates
+        (Σ_t c_t · rate_t / G: an equal time-share of the types; rate_t is the type's own
+        profile's rate, else the default profile's at the type's speed)."""
+        r = self.runs[job.job_id]
+        app = r.app
         cl = self.sim.cluster
         placement = compact_placement(job.num_gpus, cl.max_gpus_per_server)
         cfg = self.config(job)
@@ -233,9 +295,32 @@ class ProfileExecutor:
         total, progress = 0.0, 0.0
         for e in range(app.max_epochs):
             target = app.progress_at(e + 1)
-            total += max(target - progress, 0.0) / rate_at(app, placement, cfg, e, speed)
+            if self.type_apps:
+                g = self._mean_rate(r, placement, cfg, e)
+            else:
+                g = rate_at(app, placement, cfg, e, speed)
+            total += max(target - progress, 0.0) / g
             progress = target
         return total
+
+    def _mean_rate(
+        self, r: _Run, placement: tuple[int, ...], cfg: BatchConfig, epoch: int
+    ) -> float:
+        """The count-weighted mean over the cluster's GPU types of the per-type rates (exactly
+        the common rate where they are all equal)."""
+        counts = self.sim.cluster.gpu_types
+        rates = []
+        for t, c in counts.items():
+            own = r.typed.get(t)
+            g = (
+                rate_at(r.app, placement, cfg, epoch, self._speed[t])
+                if own is None
+                else own.rate(placement, cfg, epoch)
+            )
+            rates.append((c, g))
+        if len({g for _, g in rates}) == 1:
+            return rates[0][1]
+        return sum(c * g for c, g in rates) / sum(counts.values())
 
     def remaining_as_running(self, job: JobState) -> float:
         """``remaining_time`` of running ``job`` on its placement and configuration."""
@@ -438,8 +523,7 @@ class ProfileExecutor:
         assert r.cfg is not None
         if self.agent is not None:
             self.agent.observe(r)
-        speed = self.sim.cluster.slowest_speed(r.job.gpus)  # GPU types (1.0 if undeclared)
-        r.rate = rate_at(r.app, r.placement, r.cfg, r.epoch, speed) / self.slowdown(r.job, leaving)
+        r.rate = self._rate(r, r.placement, r.cfg, r.epoch) / self.slowdown(r.job, leaving)
         target = r.app.progress_at(r.epoch + 1)
         t = r.last + r.delay_left + max(target - r.progress, 0.0) / r.rate
         r.ver += 1
@@ -510,11 +594,10 @@ class ProfileExecutor:
         s = length - d
         t = start + d
         slow = self.slowdown(r.job)
-        speed = self.sim.cluster.slowest_speed(r.job.gpus)
         while s > 0:
             if self.agent is not None:
                 self.agent.observe(r)
-            g = rate_at(app, r.placement, r.cfg, r.epoch, speed) / slow
+            g = self._rate(r, r.placement, r.cfg, r.epoch) / slow
             target = app.progress_at(r.epoch + 1)
             if r.progress + g * s < target:
                 r.progress += g * s

@@ -191,6 +191,12 @@ class ProfileEstimates(JobTimes, Protocol):
         """Epochs ``job`` has completed."""
         ...
 
+    def pace(self, job: JobState) -> tuple[Application, float]:
+        """(profile, speed factor) running ``job`` computes at on its GPUs: its slowest GPU
+        type's own measured profile at speed 1, else the default profile at the slowest
+        speed (1.0 on a cluster without GPU types)."""
+        ...
+
     def config(
         self,
         job: JobState,

@@ -57,7 +57,6 @@ class Pollux:
         # the engine registers this policy as its jobs' agent (``observe``/``rebatch``:
         # core.protocols.JobAgent) with the profile executor
         self.ex = sim.estimates(ProfileEstimates)
-        self._cluster = sim.cluster
         self._attained: dict[int, float] = {}
         self._last_round = 0.0
 
@@ -92,10 +91,12 @@ class Pollux:
     def observe(self, run: ProfileRun) -> None:
         """The agent's measurement of the configuration ``run`` runs now (sim:128-130):
         its step and sync time, and the gradient statistics at its batch and epoch."""
-        app, cfg = run.app, run.cfg
+        cfg = run.cfg
         assert cfg is not None
+        # GPU types (issue #17): the profile and speed of the job's slowest type — a type's own
+        # measured profiles at speed 1, else the default profiles at the slowest speed
+        app, speed = self.ex.pace(run.job)
         step, sync = app.step_time(run.placement, cfg.a)
-        speed = self._cluster.slowest_speed(run.job.gpus)  # GPU types (issue #17)
         if speed != 1.0:  # what the agent measures there: the compute at that speed
             step = sync + (step - sync) / speed
         try:
