@@ -226,10 +226,9 @@ class Sharing(_Base):
     def share(self) -> SharingEstimates:
         """The executor's sharing estimates (profile executors through ``_ProfileSharing``)."""
         if self._sharing is None:
-            ex = self._sim.executor
-            if isinstance(ex, ProfileEstimates):
+            try:
                 self._sharing = _ProfileSharing(self.ex)
-            else:
+            except TypeError:  # not application-profile jobs: the executor's own estimates
                 self._sharing = self._sim.estimates(SharingEstimates)
         return self._sharing
 
