@@ -271,3 +271,37 @@ def test_random_small_gavel_traces(tmp_path: Path, seed: int, policy: str) -> No
         fastest = min(d for _, d in specs[j.job_id].type_durations)
         assert j.jct >= fastest * (1 - 1e-9), (j.job_id, j.jct, fastest)
     assert res.summary["gpu_util"] <= 1.0 + 1e-12
+
+
+def test_live_trace_jobs_refuse_a_sharing_policy() -> None:
+    """Live jobs without an `app` are real processes, one per GPU: no co-location model."""
+    from ddlsched.api import Settings
+    from ddlsched.live.backend import LiveBackend
+    from ddlsched.policies.plugins import policy_entry
+
+    backend = LiveBackend(None)  # type: ignore[arg-type]
+    for policy in SHARING:
+        with pytest.raises(InputError, match="shares GPUs") as info:
+            backend.make_policy(policy_entry(policy), Settings(), None)
+        assert info.value.field == "policy"
+    assert backend.make_policy(policy_entry("sjf"), Settings(), None).name == "sjf"
+
+
+def test_a_plugin_policy_that_co_locates_a_pair_gavel_cannot_share_gets_an_error(
+    tmp_path: Path,
+) -> None:
+    class Stack:
+        name = "stack"
+        jobs_per_gpu = 2
+
+        def attach(self, sim) -> None:
+            pass
+
+        def schedule(self, sim) -> None:
+            for job in list(sim.queue):
+                sim.start(job, [0])
+
+    a, b = zero_pair()
+    trace = write_trace(tmp_path, [(a, 500, 1, 0.0), (b, 500, 1, 0.0)])
+    with pytest.raises(InputError, match="unable to share"):
+        run("gavel-1:0:0", trace, Stack())  # type: ignore[arg-type]
