@@ -163,7 +163,7 @@ def test_placement_with_a_policy_that_places_jobs_itself(profile_jobs) -> None:
         assert e.field == "placement" and "places jobs itself" in str(e)
     # an unknown policy is named as such first
     assert error(profile_jobs, "sjff", "ff").field == "policy"
-    assert error(duration_jobs(), "sjf-bsbf", "ff").field == "policy"
+    assert error(duration_jobs(), "pollux", "ff").field == "policy"
 
 
 def test_defaults_are_always_accepted(profile_jobs) -> None:

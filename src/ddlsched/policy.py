@@ -23,6 +23,7 @@ from .core.protocols import (
     RoundHook,
     SchedulingPolicy,
     SharesGpus,
+    SharingEstimates,
     SummaryExtras,
 )
 from .core.simulator import Simulator
@@ -80,6 +81,7 @@ __all__ = [
     "SchedulingPolicy",
     "Sharing",
     "SharesGpus",
+    "SharingEstimates",
     "Simulator",
     "SrsfN",
     "SummaryExtras",

@@ -121,7 +121,9 @@ class ProfileSettings:
     ground_truth: str = "measured"  # measured (interpolated step times) | fitted (Eq. 7)
     semantics: str = "events"  # events | rounds (the Pollux artifact's 60 s loop)
     rescale_delay: float = 30.0  # seconds without progress after every allocation
-    interference: float = 1.5  # ξ: slowdown of both jobs while two share a GPU (Luo Eq. 5–6)
+    # ξ: slowdown of both jobs while two share a GPU (Luo Eq. 5–6); trace jobs: pairs without
+    # Gavel's measured co-location throughputs
+    interference: float = 1.5
     interference_file: str = ""  # CSV app,other,xi: per-pair ξ (others use `interference`)
 
 

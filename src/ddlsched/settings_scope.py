@@ -82,6 +82,9 @@ _RAR = "to the RAR model (planners, or model=rar)"
 _PLANNERS = "to planners (sjf-bco, yu-ff, yu-ls, yu-rand)"
 _PROFILE = "to application-profile jobs"
 _SHARING = "to application-profile jobs under a GPU-sharing policy (sjf-ffs, sjf-bsbf)"
+_SHARING_ANY = (
+    "to application-profile and trace jobs under a GPU-sharing policy (sjf-ffs, sjf-bsbf)"
+)
 _GAVEL = (
     "gavel-fifo, gavel-fifo-perf, max-min-fairness, max-min-fairness-perf, "
     "finish-time-fairness, finish-time-fairness-perf, min-total-duration-perf"
@@ -90,6 +93,12 @@ _GAVEL = (
 
 def _always(r: RunScope) -> bool:
     return True
+
+
+def _not_trace(r: RunScope) -> bool:
+    """Not a trace run: a sharing trace run reads the profile section for ``interference``
+    only."""
+    return r.kind != DURATION
 
 
 #: setting → (where it applies, predicate within its section: does it apply to this run?)
@@ -109,7 +118,7 @@ SCOPES: dict[str, Rule] = {
     "eta": (_WANG, _always),
     "max_jobs_per_gpu": (
         "to online policies on model jobs and to GPU-sharing policies (sjf-ffs, sjf-bsbf)",
-        lambda r: r.kind in ONLINE_MODEL or (r.kind == PROFILE and r.shares_gpus),
+        lambda r: r.kind in ONLINE_MODEL or (r.kind in (PROFILE, DURATION) and r.shares_gpus),
     ),
     "restart_delay": (
         "to online policies on model jobs and to trace (duration) jobs "
@@ -127,16 +136,16 @@ SCOPES: dict[str, Rule] = {
     "bco_kappa": ("with the sjf-bco planner", _reads("bco_kappa")),
     "estimate": (_PLANNERS, _always),
     "extend_horizon": (_PLANNERS, _always),
-    "profiles": (_PROFILE, _always),
-    "ground_truth": (_PROFILE, _always),
-    "semantics": (_PROFILE, _always),
+    "profiles": (_PROFILE, _not_trace),
+    "ground_truth": (_PROFILE, _not_trace),
+    "semantics": (_PROFILE, _not_trace),
     "interval": (
         "to the tiresias and pollux policies and to semantics=rounds",
         lambda r: _reads("interval")(r) or (r.kind == PROFILE and r.rounds),
     ),
-    "rescale_delay": (_PROFILE, _always),
-    "interference": (_SHARING, lambda r: r.shares_gpus),
-    "interference_file": (_SHARING, lambda r: r.shares_gpus),
+    "rescale_delay": (_PROFILE, _not_trace),
+    "interference": (_SHARING_ANY, lambda r: r.shares_gpus),
+    "interference_file": (_SHARING, lambda r: r.shares_gpus and _not_trace(r)),
     "backfill": (
         "with the fifo and sjf policies (application-profile and trace jobs)",
         lambda r: r.kind in (PROFILE, DURATION, LIVE) and _reads("backfill")(r),

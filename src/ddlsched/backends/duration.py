@@ -1,5 +1,8 @@
 """Trace jobs with a measured duration (Philly, Gavel …): ``DurationExecutor`` + a job-level
-policy; exclusive GPUs, ``restart_delay`` after every preemption."""
+policy; ``restart_delay`` after every preemption. Exclusive GPUs, except under a GPU-sharing
+policy (sjf-ffs, sjf-bsbf, a policy declaring ``jobs_per_gpu`` > 1): then up to that many jobs
+per GPU (``max_jobs_per_gpu`` may lower or raise it), each slowed by Gavel's measured pairs or
+the ``interference`` ratio (docs/models.md "Co-location on shared GPUs")."""
 
 from __future__ import annotations
 
@@ -7,10 +10,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..core.job import JobSpec
-from ..core.protocols import SchedulingPolicy
+from ..core.protocols import SchedulingPolicy, SharesGpus
 from ..errors import InputError
 from ..policies.plugins import TRACE_JOBS
-from ..settings_scope import DURATION
+from ..settings_scope import DURATION, RunScope
 from .base import Backend, Progress
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,11 +29,32 @@ class DurationBackend(Backend):
     name = "duration"
     job_kind = TRACE_JOBS
     sections = {DURATION: ("engine", "policy", "workload")}
+    #: a sharing run also reads ``interference`` (the profile section's other settings do not
+    #: apply to trace jobs: ``settings_scope``)
+    _SHARING_SECTIONS = ("engine", "policy", "workload", "profile")
 
     def accepts(
         self, jobs: Sequence[JobSpec], entry: Registered | None, settings: Settings
     ) -> bool:
         return any(j.duration > 0 for j in jobs)
+
+    def scope(
+        self,
+        jobs: Sequence[JobSpec],
+        policy: str | None,
+        policy_object: object,
+        placement: str | None,
+        settings: Settings,
+    ) -> RunScope:
+        from ..policies.plugins import policy_entry
+
+        entry = policy_entry(policy) if policy else None
+        builtin = entry if entry is not None and entry.builtin else None
+        per_gpu = policy_object.jobs_per_gpu if isinstance(policy_object, SharesGpus) else 1
+        shares = builtin.shares_gpus if builtin else per_gpu > 1
+        if not shares:
+            return RunScope(DURATION, policy)
+        return RunScope(DURATION, policy, shares_gpus=True, sections=self._SHARING_SECTIONS)
 
     def check(self, jobs: Sequence[JobSpec], settings: Settings) -> None:
         missing = [j.job_id for j in jobs if not j.duration > 0]
@@ -61,13 +85,14 @@ class DurationBackend(Backend):
         from ..core.durationexec import DurationExecutor
         from ..core.simulator import Simulator
 
+        per_gpu = policy.jobs_per_gpu if isinstance(policy, SharesGpus) else 1  # declared degree
         return Simulator(
             cluster,
             jobs,
             policy,
-            DurationExecutor(),
+            DurationExecutor(interference=settings.interference),
             seed=seed,
-            max_jobs_per_gpu=1,
+            max_jobs_per_gpu=(settings.max_jobs_per_gpu or per_gpu) if per_gpu > 1 else 1,
             restart_delay=settings.restart_delay,
             progress=progress,
             policy_origin=origin,

@@ -8,11 +8,22 @@ runs at ``pace`` = that time ÷ ``duration`` (1 on a single-type cluster, so its
 unchanged). Preemption keeps the work done; every restart first costs the engine's
 ``restart_delay`` seconds without progress (GPUs held). One finish event per run: O(log n) per
 start, stop and completion.
+
+Shared GPUs (a sharing policy, ``max_jobs_per_gpu`` > 1; docs/models.md "Co-location on shared
+GPUs"): while a job shares one of its GPUs, its pace is multiplied by the largest slowdown ξ
+over its co-residents, ξ(a with b on the shared GPU's type) from Gavel's measured pairs
+(``JobSpec.colocation``) when both are Gavel-trace jobs, else the run's ``interference`` ratio.
+When a co-resident starts or leaves, each neighbour's work is advanced at its old pace and its
+finish event re-made at the new one (as ``ProfileExecutor``'s events semantics). A shared GPU
+counts once in the busy GPU-seconds.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
+
+from ..errors import ScheduleError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .simulator import Simulator
@@ -22,11 +33,12 @@ if TYPE_CHECKING:  # pragma: no cover
 class _Run:
     """One job's work state (kept across preemptions)."""
 
-    __slots__ = ("left", "since", "work_from", "ver", "running", "pace")
+    __slots__ = ("left", "since", "work_from", "ver", "running", "pace", "alone_pace")
 
     def __init__(self, duration: float) -> None:
         self.left = duration  # seconds of work (of ``duration``) still to do, as of ``work_from``
         self.pace = 1.0  # wall seconds per second of work on the current placement
+        self.alone_pace = 1.0  # ``pace`` without co-residents (GPU types only)
         self.since = 0.0  # when it got its current GPUs
         self.work_from = 0.0  # when its current run starts making progress (after the delay)
         self.ver = 0
@@ -34,7 +46,11 @@ class _Run:
 
 
 class DurationExecutor:
-    """Executor for duration jobs (``JobSpec.duration`` > 0)."""
+    """Executor for duration jobs (``JobSpec.duration`` > 0); ``interference``: ξ of a job
+    sharing a GPU with a job whose pair Gavel did not measure (Luo's single ratio)."""
+
+    def __init__(self, interference: float = 1.5) -> None:
+        self.interference = interference
 
     def attach(self, sim: Simulator) -> None:
         self.sim = sim
@@ -43,9 +59,20 @@ class DurationExecutor:
             if not j.spec.duration > 0:
                 raise ValueError(f"job {j.job_id} has no duration (> 0)")
             self.runs[j.job_id] = _Run(j.spec.duration)
+        n = sim.cluster.num_gpus
+        #: Σ over ended runs of held seconds × GPUs (a shared GPU once per job) …
         self.busy = 0.0
+        #: … minus what sharing counted twice (as ``ProfileExecutor``): Σ over each GPU's held
+        #: periods of (the jobs' held seconds − the period's length); 0.0 without sharing
+        self.shared_twice = 0.0
+        #: whether GPUs may be shared in this run (else no co-resident is ever looked for)
+        self._shares = sim.max_jobs_per_gpu != 1
+        #: per GPU, its current held period: jobs on it, start, jobs' held seconds
+        self._period_jobs = [0] * n
+        self._period_start = [0.0] * n
+        self._period_sum = [0.0] * n
         #: busy seconds per GPU of the runs that ended (see ``gpu_busy``)
-        self.gpu_busy_done = [0.0] * sim.cluster.num_gpus
+        self.gpu_busy_done = [0.0] * n
         cl = sim.cluster
         #: per GPU: (type, speed); undeclared types: every job runs at its ``duration``
         self._types = [(cl.gpu_type(g), cl.gpu_speed(g)) for g in range(cl.num_gpus)]
@@ -60,12 +87,18 @@ class DurationExecutor:
     def start(self, job: JobState, delay: float) -> None:
         r = self.runs[job.job_id]
         now = self.sim.now
+        r.alone_pace = self.pace(job, job.gpus)
+        slow = self.slowdown(job) if self._shares else 1.0
         r.since = now
         r.work_from = now + delay
         r.running = True
         r.ver += 1
-        r.pace = self.pace(job, job.gpus)
+        r.pace = r.alone_pace if slow == 1.0 else r.alone_pace * slow
+        if self._shares:
+            self._hold(job.gpus)
         self.sim.at(r.work_from + r.left * r.pace, self._done, job, r.ver)
+        if self._shares:
+            self._retime_neighbours(job)
 
     def stop(self, job: JobState) -> None:
         r = self.runs[job.job_id]
@@ -80,7 +113,8 @@ class DurationExecutor:
         pass
 
     def busy_gpu_seconds(self) -> float:
-        return self.busy
+        """GPU-seconds the GPUs held a job, a shared GPU counted once (docs/models.md)."""
+        return self.busy - self.shared_twice
 
     # ------------------------------------------------------------------ what policies ask
     def remaining_time(self, job: JobState) -> float:
@@ -152,6 +186,37 @@ class DurationExecutor:
             )
         return worst / spec.duration
 
+    # ------------------------------------------------------------------ what sharing policies ask
+    # (``SharingEstimates``: Luo's SJF-FFS and SJF-BSBF on trace jobs)
+    def micro_limits(self, job: JobState) -> list[int | None]:
+        """One candidate: a trace job runs as it is (no gradient accumulation to lower)."""
+        return [None]
+
+    def fits_beside(self, job: JobState, limit: int | None, host: JobState) -> bool:
+        """Whether ``job`` may share ``host``'s GPUs: it runs on their types and the pair can
+        share on every one of them (Gavel's pair throughputs both > 0; always with the
+        ``interference`` ratio)."""
+        for gpu_type, speed in dict.fromkeys(self._types[g] for g in host.gpus):
+            if self._typed:
+                d = job.spec.duration_on(gpu_type, speed)
+                if d is not None and not d < math.inf:
+                    return False
+            if self.xi(job, host, gpu_type) == math.inf or self.xi(host, job, gpu_type) == math.inf:
+                return False
+        return True
+
+    def slowdown_beside(self, job: JobState, other: JobState, gpus: tuple[int, ...]) -> float:
+        """ξ of ``job`` next to ``other`` on ``gpus``: the worst over their GPU types."""
+        return max(self.xi(job, other, t) for t in dict.fromkeys(self._types[g][0] for g in gpus))
+
+    def remaining_beside(self, job: JobState, limit: int | None, host: JobState) -> float:
+        """Seconds waiting ``job`` still needs alone on ``host``'s GPUs (their slowest type)."""
+        return self.remaining_time(job) * self.pace(job, host.gpus)
+
+    def remaining_as_running(self, job: JobState) -> float:
+        """Seconds running ``job`` still needs alone on its placement (no co-resident)."""
+        return self.remaining_time(job) * self.runs[job.job_id].alone_pace
+
     # ------------------------------------------------------------------ internals
     def _left(self, r: _Run) -> float:
         done = self.sim.now - r.work_from
@@ -160,13 +225,17 @@ class DurationExecutor:
         return r.left - done if done > 0 else r.left
 
     def _leave(self, job: JobState, r: _Run) -> None:
-        """``job`` gives its GPUs back: void its finish event, account its held time."""
+        """``job`` gives its GPUs back: void its finish event, account its held time, re-time
+        the jobs that shared its GPUs (it is still among their residents)."""
         r.running = False
         r.ver += 1
         held = self.sim.now - r.since
         self.busy += held * len(job.gpus)
         for g in job.gpus:
             self.gpu_busy_done[g] += held
+        if self._shares:
+            self._release(job.gpus, held)
+            self._retime_neighbours(job, leaving=job)
 
     def _done(self, job: JobState, ver: int) -> None:
         r = self.runs[job.job_id]
@@ -175,3 +244,91 @@ class DurationExecutor:
         r.left = 0.0
         self._leave(job, r)
         self.sim.job_finished(job)
+
+    # ------------------------------------------------------------------ shared GPUs
+    def xi(self, job: JobState, other: JobState, gpu_type: str | None) -> float:
+        """ξ of ``job`` sharing a GPU of ``gpu_type`` (None: undeclared types) with ``other``:
+        Gavel's measured slowdown when both carry its pairs (``inf``: they cannot share), else
+        the ``interference`` ratio."""
+        table = job.spec.colocation
+        if table is None or other.spec.colocation is None:
+            return self.interference
+        a, b = job.spec, other.spec
+        return table.slowdown(
+            (a.model.name, a.num_gpus),
+            (b.model.name, b.num_gpus),
+            gpu_type if gpu_type is not None and self._typed else table.default_type,
+        )
+
+    def slowdown(self, job: JobState, leaving: JobState | None = None) -> float:
+        """The largest ξ over the jobs sharing one of ``job``'s GPUs, on that GPU's type (1 if
+        none; ``leaving`` is not counted). ``ScheduleError`` if a pair cannot share."""
+        worst = 1.0
+        residents = self.sim.residents
+        for g in job.gpus:
+            here = residents[g]
+            if len(here) < 2:
+                continue
+            for other in here:
+                if other is job or other is leaving:
+                    continue
+                x = self.xi(job, other, self._types[g][0])
+                if x > worst:
+                    worst = x
+        if worst == math.inf:
+            raise ScheduleError(
+                f"job {job.job_id} ({job.spec.model.name}, {job.num_gpus} GPU(s)) shares a GPU "
+                "with a job Gavel's throughputs file measures as unable to share with it "
+                "(0 steps/s, or no pair)"
+            )
+        return worst
+
+    def _neighbours(self, job: JobState) -> list[JobState]:
+        """The other jobs on ``job``'s GPUs, by id."""
+        seen: dict[int, JobState] = {}
+        residents = self.sim.residents
+        for g in job.gpus:
+            here = residents[g]
+            if len(here) > 1:
+                for other in here:
+                    if other is not job:
+                        seen[other.job_id] = other
+        return [seen[k] for k in sorted(seen)]
+
+    def _retime_neighbours(self, job: JobState, leaving: JobState | None = None) -> None:
+        """``job`` starts on or leaves (``leaving``) its GPUs: each running neighbour's work is
+        advanced to now at its old pace and its finish event re-made at its new pace."""
+        now = self.sim.now
+        for other in self._neighbours(job):
+            n = self.runs[other.job_id]
+            if not n.running:
+                continue
+            slow = self.slowdown(other, leaving)
+            pace = n.alone_pace if slow == 1.0 else n.alone_pace * slow
+            if pace == n.pace:
+                continue
+            n.left = self._left(n)
+            if n.work_from < now:
+                n.work_from = now
+            n.pace = pace
+            n.ver += 1
+            self.sim.at(n.work_from + n.left * n.pace, self._done, other, n.ver)
+
+    def _hold(self, gpus: tuple[int, ...]) -> None:
+        """A job takes ``gpus`` now: a GPU that held none starts a held period."""
+        now = self.sim.now
+        for g in gpus:
+            if self._period_jobs[g] == 0:
+                self._period_start[g] = now
+                self._period_sum[g] = 0.0
+            self._period_jobs[g] += 1
+
+    def _release(self, gpus: tuple[int, ...], held: float) -> None:
+        """A job that held ``gpus`` for ``held`` seconds leaves them now; a period that ends
+        adds what sharing counted twice."""
+        now = self.sim.now
+        for g in gpus:
+            self._period_sum[g] += held
+            self._period_jobs[g] -= 1
+            if self._period_jobs[g] == 0:
+                self.shared_twice += self._period_sum[g] - (now - self._period_start[g])

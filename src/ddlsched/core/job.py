@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..perf.model_profile import ModelProfile  # defined in perf (it is a cost model), kept here too
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..workloads.trace_formats import GavelPairs
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,11 @@ class JobSpec:
     #: ``inf``: it cannot run there), e.g. from Gavel's per-type throughputs; empty: the
     #: ``duration`` ÷ the GPU type's speed factor (``Server.speed``)
     type_durations: tuple[tuple[str, float], ...] = ()
+    #: a Gavel-trace job's measured co-location table (Gavel's throughputs file, read with the
+    #: trace): its slowdown next to another Gavel job on a shared GPU, keyed by (``model.name``,
+    #: ``num_gpus``); None: a shared GPU slows it by the run's ``interference`` ratio
+    #: (docs/models.md "Co-location on shared GPUs"). Not part of equality or hashing.
+    colocation: GavelPairs | None = field(default=None, compare=False, repr=False)
 
     def duration_on(self, gpu_type: str, speed: float = 1.0) -> float | None:
         """Seconds alone on ``num_gpus`` GPUs of ``gpu_type`` (speed factor ``speed``): the

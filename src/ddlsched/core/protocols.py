@@ -35,8 +35,8 @@ class SchedulingPolicy(Protocol):
       cannot preempt) and start jobs;
     - ``GatesAllReduce`` (``gate: CommGate | None``) — all-reduce gate of the iteration-level
       executor (jobs with a model profile, ``granularity=iteration``);
-    - ``SharesGpus`` (``jobs_per_gpu: int``) — GPU sharing degree for application-profile jobs
-      (default 1);
+    - ``SharesGpus`` (``jobs_per_gpu: int``) — GPU sharing degree for application-profile and
+      trace jobs (default 1);
     - ``Elastic`` (``elastic: bool``) — the policy starts jobs on another GPU count than they
       asked for (``sim.start(job, gpus, resize=True)``, as Pollux does); recorded in
       ``summary.json``;
@@ -97,7 +97,7 @@ class GatesAllReduce(Protocol):
 
 @runtime_checkable
 class SharesGpus(Protocol):
-    """A policy that puts up to ``jobs_per_gpu`` application-profile jobs on one GPU."""
+    """A policy that puts up to ``jobs_per_gpu`` application-profile or trace jobs on one GPU."""
 
     jobs_per_gpu: int
 
@@ -227,6 +227,34 @@ class ProfileEstimates(JobTimes, Protocol):
 
     def rebatch(self, job: JobState) -> None:
         """Re-tune running ``job``'s batch now through its agent (an elastic policy's round)."""
+        ...
+
+
+@runtime_checkable
+class SharingEstimates(JobTimes, Protocol):
+    """What Luo's GPU-sharing policies (SJF-FFS, SJF-BSBF; ``policies/luo.Sharing``) ask,
+    whatever the job kind: ``DurationExecutor`` offers it for trace jobs; the policy adapts a
+    ``ProfileEstimates`` executor to it for application-profile jobs (micro-batches, memory)."""
+
+    def micro_limits(self, job: JobState) -> list[int | None]:
+        """Micro-batch limits to try, largest first (None: the job as it is)."""
+        ...
+
+    def fits_beside(self, job: JobState, limit: int | None, host: JobState) -> bool:
+        """Whether ``job`` (with micro-batch ``limit``) may share the GPUs of running ``host``."""
+        ...
+
+    def slowdown_beside(self, job: JobState, other: JobState, gpus: tuple[int, ...]) -> float:
+        """ξ: the slowdown of ``job`` while it shares ``gpus`` with ``other``."""
+        ...
+
+    def remaining_beside(self, job: JobState, limit: int | None, host: JobState) -> float:
+        """Seconds waiting ``job`` still needs alone with ``limit`` where it would share with
+        ``host`` (application profiles: consolidated)."""
+        ...
+
+    def remaining_as_running(self, job: JobState) -> float:
+        """Seconds running ``job`` still needs alone on its placement and configuration."""
         ...
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ..backends.base import Backend, Progress
 from ..core.job import JobSpec
 from ..core.protocols import SchedulingPolicy
+from ..errors import InputError
 from ..policies.plugins import TRACE_JOBS
 from ..settings_scope import LIVE, RunScope
 from .executor import LiveExecutor
@@ -52,6 +53,17 @@ class LiveBackend(LiveParts, Backend):
     name = "live"
     job_kind = TRACE_JOBS
     sections = {LIVE: ("policy",)}
+
+    def make_policy(
+        self, entry: Registered, settings: Settings, placement: str | None
+    ) -> SchedulingPolicy:
+        if entry.shares_gpus:  # simulated trace jobs share GPUs; these processes do not
+            raise InputError(
+                f"policy {entry.name!r} shares GPUs, which live jobs without an `app` do not "
+                "(one job per GPU); give every job an `app` to run it",
+                field="policy",
+            )
+        return super().make_policy(entry, settings, placement)
 
     def build(
         self,

@@ -179,7 +179,7 @@ def register_builtins(register_policy: Callable[..., Any]) -> None:
         (
             "sjf-ffs",
             _sjf_ffs,
-            (PROFILE_JOBS,),
+            _JOB_LEVEL,
             True,
             (),
             "SJF, shares GPUs holding one job first-fit when free GPUs run out",
@@ -187,7 +187,7 @@ def register_builtins(register_policy: Callable[..., Any]) -> None:
         (
             "sjf-bsbf",
             _sjf_bsbf,
-            (PROFILE_JOBS,),
+            _JOB_LEVEL,
             True,
             (),
             "SJF, shares only where Theorem 1 says it pays (Luo Alg. 1–2)",

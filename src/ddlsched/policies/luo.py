@@ -10,6 +10,11 @@ Shared reading of the paper (docs/design.md "Luo et al."):
   powers of two (gradient accumulation keeps its total batch, Eq. 7);
 - interference: while two jobs share a GPU each runs ξ times slower (Eq. 5–6; one constant, or
   per application pair).
+
+The sharing policies run on application-profile and trace jobs alike through the executor's
+``SharingEstimates`` (``core/protocols.py``): trace jobs' ``DurationExecutor`` offers it (one
+micro-batch candidate, Gavel's measured pairs; docs/models.md "Co-location on shared GPUs");
+``_ProfileSharing`` below adapts the profile executor's estimates (micro-batches, memory).
 """
 
 from __future__ import annotations
@@ -18,13 +23,12 @@ import heapq
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..core.protocols import JobConfig, JobTimes, ProfileEstimates
+from ..core.protocols import JobConfig, JobTimes, ProfileEstimates, SharingEstimates
 from .placement import cannot_run_on, consolidated, fastest_types
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.simulator import Simulator
     from ..core.state import JobState
-    from ..perf.profiles import BatchConfig
     from .ordering import Ordering
 
 
@@ -37,7 +41,6 @@ class _Base:
         self._sim = sim
         self._times: JobTimes | None = None
         self._profiles: ProfileEstimates | None = None
-        self._limit_memo: dict[int, list[int]] = {}
 
     @property
     def times(self) -> JobTimes:
@@ -152,31 +155,100 @@ class Exclusive(_Base):
         return idle.consolidated(need, avoid)
 
 
+class _ProfileSharing:
+    """``SharingEstimates`` of application-profile jobs from the profile executor's estimates:
+    micro-batch limits (Alg. 2 lines 5, 12), memory shares and ξ per application pair."""
+
+    def __init__(self, ex: ProfileEstimates) -> None:
+        self.ex = ex
+        self._limit_memo: dict[int, list[int | None]] = {}
+
+    def remaining_alone(self, job: JobState) -> float:
+        return self.ex.remaining_alone(job)
+
+    def gpu_busy(self, gpu: int) -> float:
+        return self.ex.gpu_busy(gpu)
+
+    def micro_limits(self, job: JobState) -> list[int | None]:
+        """Micro-batch candidates: the requested local batch, then halves (Alg. 2 lines 5, 12),
+        keeping those whose accumulated micro-batch stays within the application's measured
+        local batches."""
+        hit = self._limit_memo.get(job.job_id)
+        if hit is not None:
+            return hit
+        app = self.ex.application(job)
+        b = self.ex.config(job).a
+        out: list[int | None] = []
+        while b >= 1:
+            if self.ex.config(job, b).a >= app.min_local:
+                out.append(b)
+            if b == 1:
+                break
+            b //= 2
+        self._limit_memo[job.job_id] = out
+        return out
+
+    def fits_beside(self, job: JobState, limit: int | None, host: JobState) -> bool:
+        """Memory: the job's worker with ``limit`` and the host's fit one GPU together."""
+        app = self.ex.application(job)
+        cfg = self.ex.config(job, limit)
+        return cfg.a / app.max_local + self.ex.memory_share(host) <= 1.0 + 1e-9
+
+    def slowdown_beside(self, job: JobState, other: JobState, gpus: tuple[int, ...]) -> float:
+        return self.ex.ratio(job.spec.application, other.spec.application)
+
+    def remaining_beside(self, job: JobState, limit: int | None, host: JobState) -> float:
+        return self.ex.remaining_consolidated(job, self.ex.config(job, limit))
+
+    def remaining_as_running(self, job: JobState) -> float:
+        return self.ex.remaining_as_running(job)
+
+
 @dataclass
 class Sharing(_Base):
     """SJF-FFS (``mode="ffs"``) or SJF-BSBF (``mode="bsbf"``): SJF by L_k; a job that does not
     fit on free GPUs may share GPUs that hold exactly one job (Alg. 1 lines 9–17).
 
     ``ordering`` (a key function ``(job, sim) -> tuple``, smaller first) replaces SJF to build
-    other sharing policies from the same rules."""
+    other sharing policies from the same rules. Trace jobs never go to a GPU type they cannot
+    run on (``placement.cannot_run_on``; none for application-profile jobs)."""
 
     mode: str = "bsbf"
     ordering: Ordering | None = None
     #: at most two jobs per GPU (Luo's C = 2); the engine enforces it
     jobs_per_gpu = 2
 
+    def attach(self, sim: Simulator) -> None:
+        super().attach(sim)
+        self._sharing: SharingEstimates | None = None
+
+    @property
+    def share(self) -> SharingEstimates:
+        """The executor's sharing estimates (profile executors through ``_ProfileSharing``)."""
+        if self._sharing is None:
+            try:
+                self._sharing = _ProfileSharing(self.ex)
+            except TypeError:  # not application-profile jobs: the executor's own estimates
+                self._sharing = self._sim.estimates(SharingEstimates)
+        return self._sharing
+
     def schedule(self, sim: Simulator) -> None:
         if self.ordering is None:
             queue = sorted(sim.queue, key=lambda j: (self.length(sim, j), j.arrival, j.job_id))
         else:
             queue = sorted(sim.queue, key=lambda j: self.ordering(j, sim))  # type: ignore[misc]
+        server = sim.cluster.gpu_server
         for job in queue:
-            gpus = sim.idle.consolidated(job.num_gpus)  # lines 6–7
+            avoid = cannot_run_on(sim, job)
+            gpus = sim.idle.consolidated(job.num_gpus, avoid)  # lines 6–7
             if gpus is not None:
                 sim.start(job, gpus)
                 continue
             free = self.free_gpus(sim)
             single = [g for g in range(sim.cluster.num_gpus) if len(sim.residents[g]) == 1]
+            if avoid:
+                free = {g for g in free if server[g] not in avoid}
+                single = [g for g in single if server[g] not in avoid]
             if len(free) + len(single) < job.num_gpus:  # line 9
                 continue
             choice = (
@@ -189,36 +261,13 @@ class Sharing(_Base):
                 sim.start(job, gpus, None if limit is None else JobConfig(micro_limit=limit))
 
     # ------------------------------------------------------------------ helpers
-    def _limits(self, job: JobState) -> list[int]:
-        """Micro-batch candidates: the requested local batch, then halves (Alg. 2 lines 5, 12),
-        keeping those whose accumulated micro-batch stays within the application's measured
-        local batches."""
-        hit = self._limit_memo.get(job.job_id)
-        if hit is not None:
-            return hit
-        app = self.ex.application(job)
-        b = self.ex.config(job).a
-        out = []
-        while b >= 1:
-            if self.ex.config(job, b).a >= app.min_local:
-                out.append(b)
-            if b == 1:
-                break
-            b //= 2
-        self._limit_memo[job.job_id] = out
-        return out
-
-    def _fits(self, job: JobState, cfg: BatchConfig, host: JobState) -> bool:
-        app = self.ex.application(job)
-        return cfg.a / app.max_local + self.ex.memory_share(host) <= 1.0 + 1e-9
-
     def _share_ffs(self, sim, job, free, single):
         """First fit over free GPUs then single-job GPUs (GPU order), with the largest
         micro-batch that fits memory next to every host."""
         hosts = {g: sim.residents[g][0] for g in single}
-        for limit in self._limits(job):
-            cfg = self.ex.config(job, limit)
-            ok = [g for g in single if self._fits(job, cfg, hosts[g])]
+        share = self.share
+        for limit in share.micro_limits(job):
+            ok = [g for g in single if share.fits_beside(job, limit, hosts[g])]
             pool = sorted(free) + ok
             if len(pool) >= job.num_gpus:
                 return pool[: job.num_gpus], limit
@@ -240,12 +289,14 @@ class Sharing(_Base):
         candidates.sort()
         gpus: list[int] = []
         limit_all: int | None = None
+        allowed = set(single)
         for _, hid, limit in candidates:  # lines 15–17
             if len(gpus) >= job.num_gpus:
                 break
-            host_gpus = [g for g in hosts[hid].gpus if len(sim.residents[g]) == 1]
+            host_gpus = [g for g in hosts[hid].gpus if g in allowed]
             gpus += host_gpus[: job.num_gpus - len(gpus)]
-            limit_all = limit if limit_all is None else min(limit_all, limit)
+            if limit is not None:
+                limit_all = limit if limit_all is None else min(limit_all, limit)
         if not gpus:
             return None
         if len(gpus) < job.num_gpus:
@@ -258,15 +309,15 @@ class Sharing(_Base):
     def _best_pair(self, job, host):
         """Alg. 2: for micro-batches from the requested one down by halves, Theorem 1's best
         of sequential vs fully overlapped execution; the best pair JCT and its sharing flag."""
-        xi_a = self.ex.ratio(job.spec.application, host.spec.application)
-        xi_b = self.ex.ratio(host.spec.application, job.spec.application)
-        L_b = self.ex.remaining_as_running(host)
+        share = self.share
+        xi_a = share.slowdown_beside(job, host, host.gpus)
+        xi_b = share.slowdown_beside(host, job, host.gpus)
+        L_b = share.remaining_as_running(host)
         best = (False, None, float("inf"))
-        for limit in self._limits(job):
-            cfg = self.ex.config(job, limit)
-            if not self._fits(job, cfg, host):
+        for limit in share.micro_limits(job):
+            if not share.fits_beside(job, limit, host):
                 continue
-            L_a = self.ex.remaining_consolidated(job, cfg)
+            L_a = share.remaining_beside(job, limit, host)
             sf, t = theorem1(L_a, L_b, xi_a, xi_b)
             if t <= best[2]:
                 best = (sf, limit, t)

@@ -301,6 +301,7 @@ def gavel_workload(
     from ..core.job import JobSpec
     from .trace_formats import (
         batch_from_name,
+        gavel_pairs,
         gavel_types,
         gavel_zeros,
         per_type_durations,
@@ -316,6 +317,7 @@ def gavel_workload(
     ref = gavel_throughputs(throughputs_path, "v100")
     types = gavel_types(throughputs_path)
     zeros = gavel_zeros(throughputs_path)
+    pairs = gavel_pairs(throughputs_path, "v100")
     profiles: dict = {}
     out = []
     for i, g in enumerate(raw):
@@ -335,6 +337,7 @@ def gavel_workload(
                 model=model,
                 duration=steps / thr,
                 type_durations=per_type_durations(types, g.job_type, g.scale_factor, steps, zeros),
+                colocation=pairs,
             )
         )
     return out

@@ -193,11 +193,13 @@ def read_gavel(
     With ``throughputs`` (Gavel's ``simulation_throughputs.json``) each job also gets
     ``duration = total_steps / throughput`` (steps/s of the job type alone on ``scale_factor``
     GPUs of ``gpu_type``). Scale factors the file does not measure are extrapolated linearly
-    from the nearest measured one (below if any, else above): ``thr(k) · scale_factor / k``."""
+    from the nearest measured one (below if any, else above): ``thr(k) · scale_factor / k``.
+    Jobs then also carry the file's co-location pairs (``JobSpec.colocation``)."""
     source = str(path)
     table = gavel_throughputs(throughputs, gpu_type) if throughputs is not None else None
     types = gavel_types(throughputs) if throughputs is not None else {}
     zeros = gavel_zeros(throughputs) if throughputs is not None else frozenset()
+    pairs = gavel_pairs(throughputs, gpu_type) if throughputs is not None else None
     idx = {c: i for i, c in enumerate(columns)}
     jobs: list[JobSpec] = []
     profiles: dict[str, ModelProfile] = {}
@@ -246,6 +248,7 @@ def read_gavel(
                 model=profile,
                 duration=duration,
                 type_durations=per_type,
+                colocation=pairs,
             )
         )
     if not jobs:
@@ -333,6 +336,113 @@ def _zeros(path: str, source: str, _mtime_ns: int, _size: int) -> frozenset[tupl
                 except NumberError:
                     continue
     return frozenset(out)
+
+
+class GavelPairs:
+    """Gavel's measured co-location throughputs (``simulation_throughputs.json``): per plain
+    GPU type (not ``*_unconsolidated``) and job key ``(job type, scale factor)``, the job's
+    steps/s alone (``"null"``) and, for each other key, ``[its steps/s, the other's steps/s]``
+    while both share the GPUs (``[0.0, 0.0]``: they cannot share).
+
+    ``slowdown`` gives ξ(a with b on type t) = a's steps/s alone ÷ a's steps/s next to b
+    (docs/models.md "Co-location on shared GPUs"); ``inf`` where the pair cannot share on t: a
+    zero or missing pair, or a key the file does not measure on t (scale factors are not
+    extrapolated for pairs). ``default_type`` is the GPU type a run on a cluster of undeclared
+    types uses (the type the trace's durations were read with, ``--gavel-gpu``). Held by a Gavel
+    job's ``JobSpec.colocation``; one table per file and type, shared by its jobs."""
+
+    __slots__ = ("_alone", "_pairs", "default_type", "_memo")
+
+    def __init__(
+        self,
+        alone: dict[tuple[str, tuple[str, int]], float],
+        pairs: dict[tuple[str, tuple[str, int], tuple[str, int]], tuple[float, float]],
+        default_type: str,
+    ) -> None:
+        self._alone = alone
+        self._pairs = pairs
+        self.default_type = default_type
+        #: (type, key, other key) → ξ: each lookup made once
+        self._memo: dict[tuple[str, tuple[str, int], tuple[str, int]], float] = {}
+
+    def __reduce__(self):  # pickled without the memo (sweep workers)
+        return (GavelPairs, (self._alone, self._pairs, self.default_type))
+
+    def slowdown(self, key: tuple[str, int], other: tuple[str, int], gpu_type: str) -> float:
+        """ξ of a job with ``key`` = (job type, scale factor) next to a job with ``other`` on
+        GPUs of ``gpu_type`` (case-insensitive); ``inf``: the pair cannot share there."""
+        k = (gpu_type.casefold(), key, other)
+        hit = self._memo.get(k)
+        if hit is None:
+            alone = self._alone.get((k[0], key), 0.0)
+            pair = self._pairs.get(k)
+            if alone > 0 and pair is not None and pair[0] > 0 and pair[1] > 0:
+                hit = alone / pair[0]
+            else:
+                hit = math.inf
+            self._memo[k] = hit
+        return hit
+
+
+def gavel_pairs(path: str | Path, gpu_type: str = "v100") -> GavelPairs:
+    """The co-location table of Gavel's throughputs file (:class:`GavelPairs`), loaded once per
+    file version (cached like the throughputs); ``gpu_type``: its ``default_type``."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError as e:
+        raise InputError(f"cannot read throughputs file: {e.strerror}", source=str(p)) from None
+    return _pairs_table(str(p.resolve()), str(p), st.st_mtime_ns, st.st_size, gpu_type)
+
+
+@lru_cache(maxsize=8)
+def _pairs_table(path: str, source: str, _mtime_ns: int, _size: int, gpu_type: str) -> GavelPairs:
+    alone, pairs = _load_pairs(path, source, _mtime_ns, _size)
+    return GavelPairs(alone, pairs, gpu_type)
+
+
+@lru_cache(maxsize=4)
+def _load_pairs(path: str, source: str, _mtime_ns: int, _size: int):
+    """(alone, pairs) of :class:`GavelPairs` from the file (plain GPU types only); a pair
+    value that is not two numbers ≥ 0 is an ``InputError`` naming it."""
+    data = _load_throughputs(path, source, _mtime_ns, _size)  # validates keys and "null"s
+    raw = load_json(Path(path).read_text(encoding="utf-8"), source)
+    alone: dict[tuple[str, tuple[str, int]], float] = {}
+    pairs: dict[tuple[str, tuple[str, int], tuple[str, int]], tuple[float, float]] = {}
+    for gpu in data:
+        if gpu.endswith("_unconsolidated"):
+            continue
+        t = gpu.casefold()
+        for key, value in raw[gpu].items():
+            m = _KEY_RE.match(key)
+            own = (m.group(1), parse_int(m.group(2)))  # type: ignore[union-attr]
+            alone[(t, own)] = float(value["null"])
+            for okey, pair in value.items():
+                if okey == "null":
+                    continue
+                om = _KEY_RE.match(okey)
+                where = f"{gpu}.{key}.{okey}"
+                if om is None:
+                    raise InputError(
+                        "expected a co-located key \"('<job type>', <scale factor>)\"",
+                        source=source,
+                        field=where,
+                    )
+                try:
+                    if not isinstance(pair, list) or len(pair) != 2:
+                        raise NumberError("expected [steps/s, the other's steps/s]")
+                    a, b = (check_float(x) for x in pair)
+                    other = (om.group(1), parse_int(om.group(2)))
+                except NumberError as e:
+                    raise InputError(
+                        f"co-located throughputs: {e}", source=source, field=where
+                    ) from None
+                if a < 0 or b < 0:
+                    raise InputError(
+                        "co-located throughputs (steps/s) must be ≥ 0", source=source, field=where
+                    )
+                pairs[(t, own, other)] = (a, b)
+    return alone, pairs
 
 
 @lru_cache(maxsize=4)
