@@ -164,3 +164,28 @@ def _wang_jobs() -> list[JobSpec]:
     from ddlsched.workloads.presets import load_workload
 
     return list(load_workload("wang20", 0))[:4]
+
+
+def test_jobs_that_need_no_time() -> None:
+    """A job whose alone time is 0 has ρ = 1 if it also took no time (0/0: it finished as it
+    would have alone) and ρ = ∞ if it waited; ∞ rows stay in fairness.csv but not in the
+    summary (no NaN from Jain's index, nothing JSON cannot hold)."""
+    rows, keys = fairness([rec(0, 0.0, 10.0), rec(1, 5.0, 5.0)], {0: 10.0, 1: 0.0}, 1)
+    assert [r[4] for r in rows] == [1.0, 1.0]
+    assert keys == {"avg_ftf_rho": 1.0, "max_ftf_rho": 1.0, "jain_index": 1.0}
+    rows, keys = fairness([rec(0, 0.0, 10.0), rec(1, 5.0, 10.0)], {0: 10.0, 1: 0.0}, 1)
+    assert rows[1][4] == float("inf")
+    assert keys["max_ftf_rho"] == rows[0][4] and keys["jain_index"] == 1.0
+    rows, keys = fairness([rec(1, 5.0, 10.0)], {1: 0.0}, 1)
+    assert rows[0][4] == float("inf") and keys == {}
+
+
+def test_zero_time_jobs_write_a_checkable_run(tmp_path: Path) -> None:
+    free = ModelProfile("free", 0.0, 1000.0, 16, 0.0, 0.0)
+    busy = ModelProfile("busy", 0.1, 1.0, 16, 0.1, 0.1)
+    jobs = [JobSpec(0, 0.0, 2, 100, busy), JobSpec(1, 3.0, 2, 10, free)]
+    res = simulate(Cluster.homogeneous(1, 2), jobs, "srsf1", settings={"granularity": "job"})
+    assert res.fairness[1][1] == 0.0 and res.fairness[1][4] == 1.0  # alone 0, took 0
+    write_result(res, tmp_path / "out")
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["jain_index"] == 1.0
+    assert check_run(tmp_path / "out").ok

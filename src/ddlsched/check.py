@@ -957,8 +957,8 @@ def _check_fairness(
         if jid not in jobs:
             v(Violation("unknown-job", f"job {jid}, which jobs.csv does not have", name, line))
             continue
-        if not (math.isfinite(vals["alone"]) and vals["alone"] > 0):
-            v(Violation("fairness", f"job {jid}: alone {vals['alone']!r} is not > 0", name, line))
+        if not (math.isfinite(vals["alone"]) and vals["alone"] >= 0):
+            v(Violation("fairness", f"job {jid}: alone {vals['alone']!r} is not ≥ 0", name, line))
             continue
         alone[jid] = vals["alone"]
         got[jid] = (line, vals)

@@ -80,14 +80,25 @@ def fairness(
         base = float(alone[j.job_id])
         fair = base * max(1.0, float(nj) * j.gpus / num_gpus)
         jct = j.finish - j.arrival
-        rows.append((j.job_id, base, float(nj), fair, jct / fair if fair > 0 else float("inf")))
+        rows.append((j.job_id, base, float(nj), fair, _rho(jct, fair)))
     rho = np.array([r[4] for r in rows])
+    rho = rho[np.isfinite(rho)]
+    if not len(rho):
+        return rows, {}
     share = 1.0 / rho
     return rows, {
         "avg_ftf_rho": float(rho.mean()),
         "max_ftf_rho": float(rho.max()),
         "jain_index": float(share.sum() ** 2 / (len(share) * (share**2).sum())),
     }
+
+
+def _rho(jct: float, fair: float) -> float:
+    """ρ = JCT ÷ fair JCT; a job that needs no time (fair JCT 0): 1 if it also took none (it
+    finished as it would have alone), else ∞ (no finite ratio; left out of the summary)."""
+    if fair > 0:
+        return jct / fair
+    return 1.0 if jct <= 0 else float("inf")
 
 
 def union_length(spans: Iterable[tuple[float, float]]) -> float:
