@@ -100,3 +100,12 @@ class Backend:
 def factory_error(e: KeyError) -> InputError:
     """A factory's ``KeyError`` (an unknown placement, ordering …) as the user's error."""
     return InputError(f"unknown {e.args[0]}; see `ddlsched list`")
+
+
+def builtin_entry(policy: str | None) -> Registered | None:
+    """The registry entry of ``policy`` when it names a built-in policy, else None (a user's
+    plugin or a policy object): what a backend's ``scope`` decides by."""
+    from ..policies.plugins import policy_entry
+
+    entry = policy_entry(policy) if policy else None
+    return entry if entry is not None and entry.builtin else None

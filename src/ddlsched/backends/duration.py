@@ -14,7 +14,7 @@ from ..core.protocols import SchedulingPolicy, SharesGpus
 from ..errors import InputError
 from ..policies.plugins import TRACE_JOBS
 from ..settings_scope import DURATION, RunScope
-from .base import Backend, Progress
+from .base import Backend, Progress, builtin_entry
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..api import Settings
@@ -46,10 +46,7 @@ class DurationBackend(Backend):
         placement: str | None,
         settings: Settings,
     ) -> RunScope:
-        from ..policies.plugins import policy_entry
-
-        entry = policy_entry(policy) if policy else None
-        builtin = entry if entry is not None and entry.builtin else None
+        builtin = builtin_entry(policy)
         per_gpu = policy_object.jobs_per_gpu if isinstance(policy_object, SharesGpus) else 1
         shares = builtin.shares_gpus if builtin else per_gpu > 1
         if not shares:

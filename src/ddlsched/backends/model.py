@@ -11,7 +11,7 @@ from ..core.job import JobSpec
 from ..core.protocols import GatesAllReduce, SchedulingPolicy
 from ..policies.plugins import MODEL_JOBS
 from ..settings_scope import ITERATION, JOB_LEVEL, RAR, USER_MODEL, RunScope
-from .base import Backend, Progress, factory_error
+from .base import Backend, Progress, builtin_entry, factory_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..api import Settings
@@ -44,10 +44,7 @@ class _OnlineModelBackend(Backend):
         placement: str | None,
         settings: Settings,
     ) -> RunScope:
-        from ..policies.plugins import policy_entry
-
-        entry = policy_entry(policy) if policy else None
-        builtin = entry if entry is not None and entry.builtin else None
+        builtin = builtin_entry(policy)
         kind = self.scope_kind(settings)
         return RunScope(kind, policy, placement or (builtin.placement if builtin else None))
 

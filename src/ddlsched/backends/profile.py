@@ -11,7 +11,7 @@ from ..core.protocols import SchedulingPolicy, SharesGpus
 from ..errors import InputError, quote
 from ..policies.plugins import PROFILE_JOBS
 from ..settings_scope import PROFILE, RunScope
-from .base import Backend, Progress
+from .base import Backend, Progress, builtin_entry
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..api import Settings
@@ -41,10 +41,7 @@ class ProfileBackend(Backend):
         placement: str | None,
         settings: Settings,
     ) -> RunScope:
-        from ..policies.plugins import policy_entry
-
-        entry = policy_entry(policy) if policy else None
-        builtin = entry if entry is not None and entry.builtin else None
+        builtin = builtin_entry(policy)
         per_gpu = policy_object.jobs_per_gpu if isinstance(policy_object, SharesGpus) else 1
         shares = builtin.shares_gpus if builtin else per_gpu > 1
         return RunScope(PROFILE, policy, shares_gpus=shares, rounds=settings.semantics == "rounds")
