@@ -37,8 +37,8 @@ def _run_recorded(monkeypatch):
     chosen = []
     original = pollux_mod.search
 
-    def recording_search(prob):
-        alloc = original(prob)
+    def recording_search(prob, **kw):
+        alloc = original(prob, **kw)
         chosen.append(alloc)
         return alloc
 

@@ -294,3 +294,94 @@ def test_board_open_node_counts_follow_puts_and_removes():
         n, free, nodes = recount()
         assert (board.avail_n, board.avail_free) == (n, free), step
         assert board.avail() == nodes, step
+
+
+# -------------------------------------------------------------------------------------------
+# the compiled local search (policies/pollux_kernel.py) against the Python one
+# -------------------------------------------------------------------------------------------
+
+
+def crowded_problem(seed: int) -> RoundProblem:
+    """A round with more demand than GPUs (so the relaxation often does not pack) and a
+    current allocation that has one- and multi-node jobs (at most one multi-node job a node)."""
+    rng = np.random.default_rng(seed)
+    nodes = int(rng.integers(2, 9))
+    gpus = int(rng.choice([2, 4, 8]))
+    jobs = int(rng.integers(2, 40))
+    k = nodes * gpus
+    maxr = rng.integers(1, k + 1, size=jobs)
+    r = np.arange(k + 1)
+    single = np.where((r >= 1) & (r <= gpus), r ** rng.uniform(0.5, 1.0), 0.0)
+    single = single * rng.uniform(0.5, 1.5, (jobs, 1))
+    multi = np.where(r >= 2, r ** rng.uniform(0.4, 0.9), 0.0) * rng.uniform(0.3, 1.5, (jobs, 1))
+    single[r[None, :] > maxr[:, None]] = 0.0
+    multi[r[None, :] > maxr[:, None]] = 0.0
+    current = np.zeros((jobs, nodes), dtype=np.int64)
+    free = np.full(nodes, gpus)
+    multi_on = np.zeros(nodes, dtype=bool)
+    for i in rng.permutation(jobs):
+        if rng.random() < 0.3 and maxr[i] >= 2:  # across two nodes without a multi-node job
+            open_ = np.flatnonzero((free > 0) & ~multi_on)
+            if len(open_) >= 2:
+                two = rng.choice(open_, 2, replace=False)
+                for n in two:
+                    current[i, n] = int(rng.integers(1, free[n] + 1))
+                    free[n] -= current[i, n]
+                    multi_on[n] = True
+                if current[i].sum() > maxr[i]:
+                    maxr[i] = current[i].sum()
+            continue
+        want = int(rng.integers(0, min(gpus, maxr[i]) + 1))
+        n = int(np.argmax(free))
+        if want and free[n] >= want:
+            current[i, n] = want
+            free[n] -= want
+    return RoundProblem(
+        num_nodes=nodes,
+        gpus_per_node=gpus,
+        job_ids=tuple(range(jobs)),
+        current=current,
+        max_replicas=maxr,
+        single=single,
+        multi=multi,
+        restart=rng.uniform(0, 1, jobs),
+        scale=1.0 / gpus,
+    )
+
+
+def test_compiled_search_gives_the_python_allocation() -> None:
+    """On 300 crowded random rounds the compiled search (DP and local search) returns the
+    Python search's allocation exactly, and many rounds exercise the local search."""
+    local = 0
+    for seed in range(300):
+        p = crowded_problem(seed)
+        assert violations(p, p.current) == []
+        stats = SearchStats()
+        want = search(p, stats, compiled=False)
+        got = search(p, compiled=True)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist(), seed
+        local += not stats.exact
+    assert local >= 40  # 51 of the 300 need the local search (not only the DP)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_problems())
+def test_compiled_search_equals_python_on_random_problems(p):
+    assert search(p, compiled=True).tolist() == search(p, compiled=False).tolist()
+
+
+def test_compiled_search_is_ready_only_once_compiled(tmp_path) -> None:
+    """Without numba's cache nothing is compiled behind a run's back (a fresh process with an
+    empty cache is not ready); once compiled (the tests above), it is."""
+    import os
+    import subprocess
+    import sys
+
+    from ddlsched.policies.pollux_search import compiled_search_ready
+
+    search(crowded_problem(3), compiled=True)
+    assert compiled_search_ready()
+    code = "from ddlsched.policies.pollux_search import compiled_search_ready as r; print(r())"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=120)
+    assert out.stdout.decode().strip() == "False", out.stderr.decode()[-500:]

@@ -632,30 +632,51 @@ def _transfer(board: _Board, tab: _Tables, passes: int = 50) -> None:
         _pair_move(board, tab, *best_move[1:])
 
 
-def search(problem: RoundProblem, stats: SearchStats | None = None) -> np.ndarray:
+def search(
+    problem: RoundProblem, stats: SearchStats | None = None, compiled: bool | None = None
+) -> np.ndarray:
     """The allocation (J × N GPUs per node) this round: the relaxation's optimum
     (:func:`relaxation_optimum`) packed by :func:`pack` — then optimal for the round. If it
     does not pack, the better of two local searches on real packings, one started from the
     relaxation's choices where they fit, one from the current allocation (warm start; so never
     worse than keeping it): marginal-gain growth (:func:`_grow`), one-job re-placements
-    (:func:`_improve`), two-job moves (:func:`_transfer`), growth and re-placements again."""
+    (:func:`_improve`), two-job moves (:func:`_transfer`), growth and re-placements again.
+    ``compiled``: run the DP and the local search in ``pollux_kernel`` (numba; the same
+    allocation); default: where that is compiled already (:func:`compiled_search_ready`)."""
     stats = stats if stats is not None else SearchStats()
     J = problem.num_jobs
     if J == 0:
         return np.zeros((0, problem.num_nodes), dtype=np.int64)
     opts = [options(problem, i) for i in range(J)]
-    chosen = relaxation_optimum(problem, opts)
+    if compiled is None:
+        compiled = compiled_search_ready()
+    arrays = _Arrays(opts) if compiled else None
+    if arrays is not None:
+        chosen = (
+            _kernel()
+            .relaxation_optimum(
+                arrays.reps,
+                arrays.nodes,
+                arrays.cost,
+                arrays.nopt,
+                problem.num_gpus,
+                problem.num_nodes,
+            )
+            .tolist()
+        )
+    else:
+        chosen = relaxation_optimum(problem, opts)
     choice = [opts[i][k] for i, k in enumerate(chosen)]
     stats.packs += 1
     alloc = pack(problem, choice)
     if alloc is not None:
         stats.exact = True
         return alloc
+    keep = [jo[0] for jo in opts]  # KEEP everyone: warm start
+    if arrays is not None:
+        return _search_compiled(problem, opts, arrays, [(choice, chosen), (keep, [0] * J)])
     tab = _Tables(opts)
-    starts = [
-        _greedy_board(problem, opts, choice),
-        _greedy_board(problem, opts, [jo[0] for jo in opts]),  # KEEP everyone: warm start
-    ]
+    starts = [_greedy_board(problem, opts, choice), _greedy_board(problem, opts, keep)]
     best = None
     for board in starts:
         _grow(board, tab)
@@ -667,3 +688,87 @@ def search(problem: RoundProblem, stats: SearchStats | None = None) -> np.ndarra
             best = board
     assert best is not None
     return best.alloc
+
+
+def compiled_search_ready() -> bool:
+    """Whether the compiled search runs without compiling first: compiled in this process
+    already, or in numba's cache (its index files; a cache that does not fit this machine is
+    recompiled by numba, with the same results)."""
+    import os
+
+    K = _kernel()
+    if K is None:
+        return False
+    for fn in (K.local_search, K.relaxation_optimum):
+        if fn.signatures:
+            continue
+        try:
+            if not os.path.exists(fn._cache._cache_file._index_path):
+                return False
+        except AttributeError:  # pragma: no cover - another numba's internals
+            return False
+    return True
+
+
+def _kernel():
+    """``pollux_kernel`` where numba is installed, else None."""
+    try:
+        from . import pollux_kernel
+    except ImportError:  # pragma: no cover - numba is a dependency; kept as a fallback
+        return None
+    return pollux_kernel
+
+
+class _Arrays:
+    """Every job's options as padded arrays for ``pollux_kernel`` (``nopt[i]`` per job;
+    ``byc[i]``: their indices cheapest first, ties in list order, as ``_by_cost``)."""
+
+    def __init__(self, opts: list[list[Option]]) -> None:
+        J, width = len(opts), max(len(jo) for jo in opts)
+        self.kind = np.zeros((J, width), dtype=np.int64)
+        self.reps = np.zeros((J, width), dtype=np.int64)
+        self.nodes = np.zeros((J, width), dtype=np.int64)
+        self.cost = np.full((J, width), np.inf)
+        self.byc = np.zeros((J, width), dtype=np.int64)
+        self.nopt = np.array([len(jo) for jo in opts], dtype=np.int64)
+        for i, jo in enumerate(opts):
+            n = len(jo)
+            self.kind[i, :n] = [o.kind for o in jo]
+            self.reps[i, :n] = [o.replicas for o in jo]
+            self.nodes[i, :n] = [o.nodes for o in jo]
+            self.cost[i, :n] = [o.cost for o in jo]
+            self.byc[i, :n] = sorted(range(n), key=lambda k, jo=jo: jo[k].cost)
+
+
+def _search_compiled(
+    problem: RoundProblem,
+    opts: list[list[Option]],
+    a: _Arrays,
+    starts: list[tuple[list[Option], list[int]]],
+) -> np.ndarray:
+    """:func:`search`'s local searches in ``pollux_kernel``, one call per start, the better
+    kept as there."""
+    K = _kernel()
+    cap = problem.node_capacity.astype(np.int64)
+    cur = np.ascontiguousarray(problem.current, dtype=np.int64)
+    best, best_cost = None, math.inf
+    for choice, index in starts:
+        order = np.array(_place_order(choice, False), dtype=np.int64)
+        rows, total = K.local_search(
+            cap,
+            cur,
+            a.kind,
+            a.reps,
+            a.nodes,
+            a.cost,
+            a.nopt,
+            a.byc,
+            order,
+            np.array(index, dtype=np.int64),
+            problem.num_gpus,
+            float(problem.eps),
+        )
+        if best is None or total < best_cost - 1e-12:
+            best, best_cost = rows, total
+    assert best is not None
+    return best
