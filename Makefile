@@ -36,6 +36,8 @@ $(STAMP): $(BASE)
 run: $(BASE)
 	$(BIN)/ddlsched reproduce wang20-table4 --out results/wang20-table4
 	$(BIN)/ddlsched reproduce wang20-table5 --out results/wang20-table5
+	@echo "compiling the Pollux search for later runs (once per checkout, about 15 s)"
+	$(BIN)/python -m ddlsched.warmup --pollux
 
 # Headless Chromium for tests/test_report_browser.py (Debian's `chromium`), installed when
 # missing and we are root with apt-get; never fatal: without it that test skips and says why.

@@ -56,3 +56,39 @@ def test_warmup_compiles_all_a_run_needs(tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-c", RUN], env=env, timeout=300, capture_output=True)
     assert run.returncode == 0, run.stderr.decode()[-2000:]
     assert _cache(cache) == after_warmup
+
+
+POLLUX = """
+import sys
+sys.path.insert(0, {tests!r})
+from test_pollux_search import crowded_problem
+from ddlsched.policies.pollux_search import SearchStats, compiled_search_ready, search
+assert compiled_search_ready()
+for seed in range(50):  # a round that needs the local search, not only the DP
+    stats = SearchStats()
+    search(crowded_problem(seed), stats, compiled=False)
+    if not stats.exact:
+        break
+assert not stats.exact
+search(crowded_problem(seed), compiled=True)
+"""
+
+
+def test_warmup_pollux_compiles_the_search_kernel(tmp_path: Path) -> None:
+    """``python -m ddlsched.warmup --pollux`` (``make run``'s last step) leaves the Pollux
+    search's kernel in numba's cache: a later search is ready and compiles nothing."""
+    cache = tmp_path / "numba"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    done = subprocess.run(
+        [sys.executable, "-m", "ddlsched.warmup", "--pollux"],
+        env=env,
+        timeout=300,
+        capture_output=True,
+    )
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    after = _cache(cache)
+    assert any(f.startswith("pollux_kernel.local_search-") for f in after)
+    code = POLLUX.format(tests=str(Path(__file__).parent))
+    run = subprocess.run([sys.executable, "-c", code], env=env, timeout=300, capture_output=True)
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    assert _cache(cache) == after

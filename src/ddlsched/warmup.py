@@ -6,7 +6,9 @@ without byte-compiling whole packages, which took longer than the install), and 
 one half of the iteration-level kernel into numba's cache, while this process compiles the
 other half (``core/compiledtask.warm_up``: about 10 s in one process, 7–8 s split; numba
 writes each cache file atomically). Prints nothing; a failure here is not fatal (the runs
-compile then).
+compile then). ``--pollux`` compiles the Pollux search's kernel instead
+(``policies/pollux_kernel.py``, ≈ 15 s once per checkout), which ``make run`` does after its
+tables so that later large Pollux runs find it cached.
 """
 
 from __future__ import annotations
@@ -33,7 +35,15 @@ MODULES = (
 )
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--pollux"]:  # the Pollux search's kernel (``make run``'s last step)
+        from .policies.pollux_search import _kernel
+
+        kernel = _kernel()
+        if kernel is not None:
+            kernel.warm_up()
+        return 0
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["MPLBACKEND"] = "Agg"
     code = (

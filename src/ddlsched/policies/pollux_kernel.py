@@ -477,3 +477,16 @@ def relaxation_optimum(reps, nodes, cost, nopt, g_max, d_max):
         g -= reps[i, k]
         d -= nodes[i, k]
     return chosen
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) both entry points with the argument types
+    ``pollux_search`` passes, on a one-job round (≈ 15 s the first time on a 2-core machine)."""
+    one = np.zeros((1, 1), dtype=np.int64)
+    cost = np.full((1, 1), 1000.0)
+    nopt = np.ones(1, dtype=np.int64)
+    first = np.zeros(1, dtype=np.int64)
+    relaxation_optimum(one, one, cost, nopt, 1, 1)
+    local_search(
+        np.ones(1, dtype=np.int64), one, one, one, one, cost, nopt, one, first, first, 1, 1e-3
+    )
