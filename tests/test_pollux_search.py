@@ -179,6 +179,15 @@ def test_a_known_gap_of_the_local_search() -> None:
 # -------------------------------------------------------------------------------------------
 
 
+def place_on_one_node(rng, i: int, gpus: int, maxr, free, current) -> None:
+    """Job i runs on the freest node with a random count of GPUs now, if that fits."""
+    want = int(rng.integers(0, min(gpus, maxr[i]) + 1))
+    n = int(np.argmax(free))
+    if want and free[n] >= want:
+        current[i, n] = want
+        free[n] -= want
+
+
 @st.composite
 def random_problems(draw) -> RoundProblem:
     nodes = draw(st.integers(2, 8))
@@ -196,11 +205,7 @@ def random_problems(draw) -> RoundProblem:
     current = np.zeros((jobs, nodes), dtype=np.int64)
     free = np.full(nodes, gpus)
     for i in range(jobs):
-        want = int(rng.integers(0, min(gpus, maxr[i]) + 1))
-        n = int(np.argmax(free))
-        if want and free[n] >= want:
-            current[i, n] = want
-            free[n] -= want
+        place_on_one_node(rng, i, gpus, maxr, free, current)
     return RoundProblem(
         num_nodes=nodes,
         gpus_per_node=gpus,
@@ -331,11 +336,7 @@ def crowded_problem(seed: int) -> RoundProblem:
                 if current[i].sum() > maxr[i]:
                     maxr[i] = current[i].sum()
             continue
-        want = int(rng.integers(0, min(gpus, maxr[i]) + 1))
-        n = int(np.argmax(free))
-        if want and free[n] >= want:
-            current[i, n] = want
-            free[n] -= want
+        place_on_one_node(rng, i, gpus, maxr, free, current)
     return RoundProblem(
         num_nodes=nodes,
         gpus_per_node=gpus,
