@@ -38,9 +38,9 @@ MODULES = (
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args == ["--pollux"]:  # the Pollux search's kernel (``make run``'s last step)
-        from .policies.pollux_search import _kernel
+        from .policies.pollux_search import search_kernel
 
-        kernel = _kernel()
+        kernel = search_kernel()
         if kernel is not None:
             kernel.warm_up()
         return 0

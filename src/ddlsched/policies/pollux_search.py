@@ -653,7 +653,7 @@ def search(
     arrays = _Arrays(opts) if compiled else None
     if arrays is not None:
         chosen = (
-            _kernel()
+            search_kernel()
             .relaxation_optimum(
                 arrays.reps,
                 arrays.nodes,
@@ -696,7 +696,7 @@ def compiled_search_ready() -> bool:
     recompiled by numba, with the same results)."""
     import os
 
-    K = _kernel()
+    K = search_kernel()
     if K is None:
         return False
     for fn in (K.local_search, K.relaxation_optimum):
@@ -710,7 +710,7 @@ def compiled_search_ready() -> bool:
     return True
 
 
-def _kernel():
+def search_kernel():
     """``pollux_kernel`` where numba is installed, else None."""
     try:
         from . import pollux_kernel
@@ -748,7 +748,7 @@ def _search_compiled(
 ) -> np.ndarray:
     """:func:`search`'s local searches in ``pollux_kernel``, one call per start, the better
     kept as there."""
-    K = _kernel()
+    K = search_kernel()
     cap = problem.node_capacity.astype(np.int64)
     cur = np.ascontiguousarray(problem.current, dtype=np.int64)
     best, best_cost = None, math.inf
