@@ -26,6 +26,12 @@ _OPTS = {"cache": True}
 
 
 @njit(**_OPTS)
+def _no_limit():
+    """``BIG`` as a plain int64 (not a literal: one compiled ``_place_best``)."""
+    return np.int64(BIG)
+
+
+@njit(**_OPTS)
 def _nnz(row):
     c = 0
     for x in row:
@@ -204,7 +210,8 @@ def _grow(kind, reps, nodes, cost, nopt, cur, B, buf, ok):
     rows, free, mon, st, oi = B
     J = len(oi)
     while True:
-        found, best_gain, bi, bk = False, 0.0, -1, -1
+        # not literal −1s: numba would compile the callees for those constants too
+        found, best_gain, bi, bk = False, 0.0, np.int64(-1), np.int64(-1)
         for i in range(J):
             k0 = oi[i]
             r0, c0 = reps[i, k0], cost[i, k0]
@@ -242,7 +249,7 @@ def _improve(kind, reps, nodes, cost, nopt, byc, cur, B, buf, row0):
             k0 = oi[i]
             _remove(i, rows, free, mon, st, oi, row0)
             if _place_best(
-                i, cost[i, k0] - 1e-12, BIG, kind, reps, nodes, cost, nopt, byc, cur, B, buf
+                i, cost[i, k0] - 1e-12, _no_limit(), kind, reps, nodes, cost, nopt, byc, cur, B, buf
             ):
                 better = True
             else:
@@ -303,12 +310,12 @@ def _pair_move(k, okk, i, kind, reps, nodes, cost, nopt, byc, cur, B, bufs):
             new[:] = 0
             new[n] = reps[k, okk]
             _put(k, okk, new, rows, free, mon, st, oi)
-            if _place_best(i, below, BIG, kind, reps, nodes, cost, nopt, byc, cur, B, buf):
+            if _place_best(i, below, _no_limit(), kind, reps, nodes, cost, nopt, byc, cur, B, buf):
                 return True
             _remove(k, rows, free, mon, st, oi, new)
     elif _row_for(k, okk, kind, reps, nodes, cur, free, mon, st, new):
         _put(k, okk, new, rows, free, mon, st, oi)
-        if _place_best(i, below, BIG, kind, reps, nodes, cost, nopt, byc, cur, B, buf):
+        if _place_best(i, below, _no_limit(), kind, reps, nodes, cost, nopt, byc, cur, B, buf):
             return True
         _remove(k, rows, free, mon, st, oi, new)
     tried = 0
@@ -321,7 +328,18 @@ def _pair_move(k, okk, i, kind, reps, nodes, cost, nopt, byc, cur, B, bufs):
         tried += 1
         _put(i, o, new, rows, free, mon, st, oi)
         if _place_best(
-            k, before - cost[i, o] - 1e-12, BIG, kind, reps, nodes, cost, nopt, byc, cur, B, buf
+            k,
+            before - cost[i, o] - 1e-12,
+            _no_limit(),
+            kind,
+            reps,
+            nodes,
+            cost,
+            nopt,
+            byc,
+            cur,
+            B,
+            buf,
         ):
             return True
         _remove(i, rows, free, mon, st, oi, new)
