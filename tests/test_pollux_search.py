@@ -386,3 +386,11 @@ def test_compiled_search_is_ready_only_once_compiled(tmp_path) -> None:
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=120)
     assert out.stdout.decode().strip() == "False", out.stderr.decode()[-500:]
+
+
+def test_the_kernel_uses_the_python_search_constants() -> None:
+    from ddlsched.policies import pollux_kernel as kernel
+    from ddlsched.policies import pollux_search as python
+
+    for name in ("KEEP", "SINGLE", "MULTI", "TRANSFER_TRIES", "PAIR_OPTIONS"):
+        assert getattr(kernel, name) == getattr(python, name), name

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..core.job import JobSpec
-from ..core.protocols import SchedulingPolicy
+from ..core.protocols import SchedulingPolicy, SharesGpus
 from ..errors import InputError
 from ..settings_scope import RunScope
 
@@ -109,3 +109,22 @@ def builtin_entry(policy: str | None) -> Registered | None:
 
     entry = policy_entry(policy) if policy else None
     return entry if entry is not None and entry.builtin else None
+
+
+def declared_degree(policy: object) -> int:
+    """Jobs per GPU a policy declares (``SharesGpus``; 1 for the others)."""
+    return policy.jobs_per_gpu if isinstance(policy, SharesGpus) else 1
+
+
+def shares_gpus(policy: str | None, policy_object: object) -> bool:
+    """Whether a run's policy shares GPUs: a built-in's registration, else its declared
+    degree (``scope`` of the backends whose jobs may share)."""
+    builtin = builtin_entry(policy)
+    return builtin.shares_gpus if builtin else declared_degree(policy_object) > 1
+
+
+def jobs_per_gpu(policy: SchedulingPolicy, settings: Settings) -> int:
+    """The engine's ``max_jobs_per_gpu`` for a run of ``policy``: 1 unless it shares GPUs,
+    then ``max_jobs_per_gpu`` if set, else its declared degree."""
+    per_gpu = declared_degree(policy)
+    return (settings.max_jobs_per_gpu or per_gpu) if per_gpu > 1 else 1

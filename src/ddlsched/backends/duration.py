@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..core.job import JobSpec
-from ..core.protocols import SchedulingPolicy, SharesGpus
+from ..core.protocols import SchedulingPolicy
 from ..errors import InputError
 from ..policies.plugins import TRACE_JOBS
 from ..settings_scope import DURATION, RunScope
-from .base import Backend, Progress, builtin_entry
+from .base import Backend, Progress, jobs_per_gpu, shares_gpus
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..api import Settings
@@ -46,10 +46,7 @@ class DurationBackend(Backend):
         placement: str | None,
         settings: Settings,
     ) -> RunScope:
-        builtin = builtin_entry(policy)
-        per_gpu = policy_object.jobs_per_gpu if isinstance(policy_object, SharesGpus) else 1
-        shares = builtin.shares_gpus if builtin else per_gpu > 1
-        if not shares:
+        if not shares_gpus(policy, policy_object):
             return RunScope(DURATION, policy)
         return RunScope(DURATION, policy, shares_gpus=True, sections=self._SHARING_SECTIONS)
 
@@ -82,14 +79,13 @@ class DurationBackend(Backend):
         from ..core.durationexec import DurationExecutor
         from ..core.simulator import Simulator
 
-        per_gpu = policy.jobs_per_gpu if isinstance(policy, SharesGpus) else 1  # declared degree
         return Simulator(
             cluster,
             jobs,
             policy,
             DurationExecutor(interference=settings.interference),
             seed=seed,
-            max_jobs_per_gpu=(settings.max_jobs_per_gpu or per_gpu) if per_gpu > 1 else 1,
+            max_jobs_per_gpu=jobs_per_gpu(policy, settings),
             restart_delay=settings.restart_delay,
             progress=progress,
             policy_origin=origin,

@@ -7,11 +7,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..core.job import JobSpec
-from ..core.protocols import SchedulingPolicy, SharesGpus
+from ..core.protocols import SchedulingPolicy
 from ..errors import InputError, quote
 from ..policies.plugins import PROFILE_JOBS
 from ..settings_scope import PROFILE, RunScope
-from .base import Backend, Progress, builtin_entry
+from .base import Backend, Progress, jobs_per_gpu, shares_gpus
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..api import Settings
@@ -41,9 +41,7 @@ class ProfileBackend(Backend):
         placement: str | None,
         settings: Settings,
     ) -> RunScope:
-        builtin = builtin_entry(policy)
-        per_gpu = policy_object.jobs_per_gpu if isinstance(policy_object, SharesGpus) else 1
-        shares = builtin.shares_gpus if builtin else per_gpu > 1
+        shares = shares_gpus(policy, policy_object)
         return RunScope(PROFILE, policy, shares_gpus=shares, rounds=settings.semantics == "rounds")
 
     def resolved(self, scope: RunScope, settings: Settings) -> dict[str, object]:
@@ -66,7 +64,6 @@ class ProfileBackend(Backend):
         from ..perf.builtin_apps import builtin_profiles
         from ..perf.profiles import load_applications, read_pair_interference
 
-        per_gpu = policy.jobs_per_gpu if isinstance(policy, SharesGpus) else 1  # declared degree
         if settings.profiles:
             apps = load_applications(settings.profiles)
             where = settings.profiles
@@ -115,7 +112,7 @@ class ProfileBackend(Backend):
                 type_applications=type_apps or None,
             ),
             seed=seed,
-            max_jobs_per_gpu=(settings.max_jobs_per_gpu or per_gpu) if per_gpu > 1 else 1,
+            max_jobs_per_gpu=jobs_per_gpu(policy, settings),
             progress=progress,
             semantics=settings.semantics,
             round_interval=settings.interval,

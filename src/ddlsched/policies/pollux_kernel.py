@@ -15,11 +15,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+#: the option kinds and the local search's limits, as ``pollux_search`` defines them (that
+#: module imports this one, so they are repeated here; tests/test_pollux_search.py checks that
+#: they agree)
 KEEP, SINGLE, MULTI = 0, 1, 2
-#: exact checks per pass of the two-job local search, options tried per two-job move (as
-#: ``pollux_search.TRANSFER_TRIES`` / ``PAIR_OPTIONS``)
 TRANSFER_TRIES = 30
 PAIR_OPTIONS = 4
+
+#: "no replica limit" for ``_place_best``
 BIG = 1 << 40
 
 _OPTS = {"cache": True}

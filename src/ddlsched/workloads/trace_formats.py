@@ -371,16 +371,16 @@ class GavelPairs:
     def slowdown(self, key: tuple[str, int], other: tuple[str, int], gpu_type: str) -> float:
         """ξ of a job with ``key`` = (job type, scale factor) next to a job with ``other`` on
         GPUs of ``gpu_type`` (case-insensitive); ``inf``: the pair cannot share there."""
-        k = (gpu_type.casefold(), key, other)
-        hit = self._memo.get(k)
+        hit = self._memo.get((gpu_type, key, other))  # as asked: no casefold per lookup
         if hit is None:
+            k = (gpu_type.casefold(), key, other)
             alone = self._alone.get((k[0], key), 0.0)
             pair = self._pairs.get(k)
             if alone > 0 and pair is not None and pair[0] > 0 and pair[1] > 0:
                 hit = alone / pair[0]
             else:
                 hit = math.inf
-            self._memo[k] = hit
+            self._memo[(gpu_type, key, other)] = hit
         return hit
 
 
