@@ -25,6 +25,15 @@ def _indexed(fn, pair):
     return i, fn(item)
 
 
+def handout_order(items, cost=None) -> list:
+    """``(index, item)`` pairs in the order workers are handed them: costliest first where
+    ``cost`` is given (stable: ties keep input order), input order otherwise."""
+    order = list(enumerate(items))
+    if cost is not None:
+        order.sort(key=lambda pair: -cost(pair[1]))
+    return order
+
+
 def map_in_processes(fn, items, workers, progress, on_result=None, cost=None):
     """``[fn(x) for x in items]`` on ``workers`` processes (default: all cores), in input
     order; ``on_result(i, r)`` sees each result as soon as it arrives (e.g. to save it, so an
@@ -46,9 +55,7 @@ def map_in_processes(fn, items, workers, progress, on_result=None, cost=None):
     pool = multiprocessing.Pool(processes=min(n, len(items)), initializer=_worker_init)
     try:
         # results are placed by index: the returned list does not depend on the worker count
-        order = list(enumerate(items))
-        if cost is not None:
-            order.sort(key=lambda pair: -cost(pair[1]))  # stable: ties keep input order
+        order = handout_order(items, cost)
         for i, r in pool.imap_unordered(functools.partial(_indexed, fn), order):
             results[i] = r
             if on_result:
