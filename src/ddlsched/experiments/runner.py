@@ -19,6 +19,7 @@ import numpy as np
 
 from ..core.results import atomic_write_text, csv_text
 from ..parallel import map_in_processes
+from ..policies.pollux_compile import compiling_in_background
 
 TABLE_COLUMNS = [
     "experiment",
@@ -285,14 +286,16 @@ def _compute(
         if left[v] == 0 and on_variant is not None:
             on_variant(v, variant_rows(v))
 
-    map_in_processes(
-        run_task,
-        [t for _, _, t in tasks],
-        workers,
-        progress,
-        on_result=arrived,
-        cost=exp.task_cost,
-    )
+    # Pollux runs ahead and its search's kernel not cached: compiled beside the runs
+    with compiling_in_background(any(t.policy == "pollux" for _, _, t in tasks)):
+        map_in_processes(
+            run_task,
+            [t for _, _, t in tasks],
+            workers,
+            progress,
+            on_result=arrived,
+            cost=exp.task_cost,
+        )
     return [t for v in chosen for t in variant_rows(v)]
 
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..core.protocols import JobConfig, ProfileEstimates
 from ..perf.goodput import JobGoodput, max_replicas
+from .pollux_compile import compile_pending
 from .pollux_search import RoundProblem, compiled_search_ready, search
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -66,7 +67,11 @@ class Pollux:
         #: the search's compiled local search (the same allocations): where it is compiled
         #: already, or where the run is large enough to repay compiling it (≈ 10 s once per
         #: checkout, cached; a 480-job run saves ≈ 20 s)
-        self._compiled = compiled_search_ready() or len(sim.jobs) >= COMPILE_AT_JOBS
+        ready = compiled_search_ready()
+        #: a child process compiles it for this run (``pollux_compile``): the Python search
+        #: until the kernel is cached, then the kernel, without waiting for the compile
+        self._await_kernel = not ready and compile_pending()
+        self._compiled = ready or (not self._await_kernel and len(sim.jobs) >= COMPILE_AT_JOBS)
 
     def schedule(self, sim: Simulator) -> None:
         """Allocation changes only at rounds (``on_round``)."""
@@ -77,6 +82,8 @@ class Pollux:
         if not jobs:
             return
         self._account(sim)
+        if self._await_kernel and compiled_search_ready():
+            self._compiled, self._await_kernel = True, False
         prob = self.problem(sim, jobs)
         if self.record is not None:
             self.record.append(prob)
