@@ -129,3 +129,46 @@ def test_a_run_switches_to_the_kernel_once_cached_with_the_same_results(
     used.clear()
     _run(tmp_path, "large")  # no compile pending: a large run compiles in-process, as before
     assert used and all(used)
+
+
+def _marker_code(path) -> str:
+    """A stand-in compile (a real child process) that leaves a file behind when it runs."""
+    return f"open({str(path)!r}, 'w').write('ran')"
+
+
+@pytest.mark.parametrize("policy", ["pollux", "fifo"])
+def test_reproduce_starts_the_compile_only_for_pollux_runs(tmp_path, not_cached, policy) -> None:
+    from ddlsched.experiments.runner import Experiment, Row, run_experiment
+
+    marker = tmp_path / "compiled"
+    not_cached(_marker_code(marker))
+    seen = []
+    exp = Experiment(
+        name="t",
+        description="",
+        cluster="luo24",
+        workload="luo24-30",
+        rows=[Row("P", policy)],
+        metrics=["avg_jct"],
+    )
+    table = run_experiment(
+        exp, 1, None, workers=1, progress=lambda d, n: seen.append(pollux_compile.compile_pending())
+    )
+    assert table and table[0]["ours_mean"] > 0
+    assert marker.exists() == (policy == "pollux")  # started, and waited for at the end
+    assert seen and all(seen) == (policy == "pollux")  # the runs saw it pending
+    assert not pollux_compile.compile_pending()
+
+
+def test_a_sweep_with_pollux_runs_starts_the_compile(tmp_path, not_cached) -> None:
+    from ddlsched.sweep import load_sweep, run_sweep
+
+    marker = tmp_path / "compiled"
+    not_cached(_marker_code(marker))
+    (tmp_path / "s.toml").write_text(
+        'cluster = "luo24"\nworkload = "luo24-30"\n[sweep]\npolicies = ["pollux", "fifo"]\n'
+        "seeds = 1\n"
+    )
+    run_sweep(load_sweep(tmp_path / "s.toml"), tmp_path / "sw", workers=1)
+    assert marker.exists()
+    assert not pollux_compile.compile_pending()
