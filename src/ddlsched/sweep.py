@@ -531,10 +531,10 @@ def _run_sweep_in(
             _ray_map(records, workers, ray_address or "local", step, save)
         else:
             from .parallel import map_in_processes
-            from .policies.pollux_compile import for_pollux_runs
+            from .policies.pollux_compile import compiling_in_background
 
             pollux = any(r.get("policy") == "pollux" for r in records)
-            with for_pollux_runs(pollux, workers):  # its kernel if not cached; fits shared
+            with compiling_in_background(pollux):  # the Pollux search's kernel, if not cached
                 map_in_processes(execute_record, records, workers, step, on_result=save)
     result.table = write_summary(sweep, runs, root)
     return result

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core.results import atomic_write_text, csv_text
 from ..parallel import map_in_processes
-from ..policies.pollux_compile import for_pollux_runs
+from ..policies.pollux_compile import compiling_in_background
 
 TABLE_COLUMNS = [
     "experiment",
@@ -286,8 +286,8 @@ def _compute(
         if left[v] == 0 and on_variant is not None:
             on_variant(v, variant_rows(v))
 
-    # Pollux runs ahead: its kernel compiled beside them (if not cached), fits shared
-    with for_pollux_runs(any(t.policy == "pollux" for _, _, t in tasks), workers):
+    # Pollux runs ahead and its search's kernel not cached: compiled beside the runs
+    with compiling_in_background(any(t.policy == "pollux" for _, _, t in tasks)):
         map_in_processes(
             run_task,
             [t for _, _, t in tasks],

@@ -98,7 +98,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import fitstore
 from .fitting import ThroughputParams
 from .profiles import EPS, Application
 
@@ -706,13 +705,7 @@ def fit_observations(
     if hit is None:
         if len(_FITS) >= _FITS_MAX:
             _FITS.clear()
-        shared = fitstore.load(key)  # another worker's fit (``reproduce``, ``sweep``)
-        if shared is not None:
-            hit = ThroughputParams(*shared)
-        else:
-            hit = _fit(num_nodes, replicas, local_bsz, step_time, sync_time, start)
-            fitstore.store(key, hit.as_tuple())
-        _FITS[key] = hit
+        hit = _FITS[key] = _fit(num_nodes, replicas, local_bsz, step_time, sync_time, start)
     return hit
 
 

@@ -1,5 +1,4 @@
-"""What Pollux runs on worker processes share (issue #15): the search's kernel, compiled beside
-them, and their throughput fits (:func:`for_pollux_runs`).
+"""Compiling the Pollux search's kernel beside the runs that need it (issue #15).
 
 Compiling ``pollux_kernel`` takes ≈ 10–12 s of one core, once per checkout (numba caches it).
 A run that compiles it in-process waits that long; on two workers that both start with large
@@ -18,24 +17,12 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..perf.fitstore import shared_fits
 from .pollux_search import compiled_search_ready, search_kernel
 
 #: set (inherited by forked workers) while a child process compiles the kernel
 PENDING_ENV = "DDLSCHED_POLLUX_KERNEL_PENDING"
 #: how long the end of the runs waits for an unfinished compile before stopping it
 FINISH_WAIT_S = 60.0
-
-
-@contextmanager
-def for_pollux_runs(needed: bool, workers: int | None) -> Iterator[None]:
-    """Around the runs of ``reproduce`` or ``sweep`` where ``needed`` (a Pollux run among
-    them): the kernel compiled beside them if it is not cached, and, on more than one worker
-    process (``workers``; None: one per core), their fits shared (``perf/fitstore.py``).
-    Neither changes a result."""
-    several = (workers if workers is not None else (os.cpu_count() or 1)) > 1
-    with compiling_in_background(needed), shared_fits(needed and several):
-        yield
 
 
 def compile_pending() -> bool:
