@@ -64,6 +64,15 @@ def test_the_runs_see_a_pending_compile_and_the_end_waits_for_it(not_cached) -> 
     assert not pollux_compile.compile_pending()
 
 
+def test_a_failed_compile_is_said_in_one_line(not_cached, capsys) -> None:
+    not_cached("raise SystemExit(3)")
+    with pollux_compile.compiling_in_background(True) as child:
+        pass
+    assert child.returncode == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "failed (exit 3)" in err[0] and "Python search" in err[0]
+
+
 def test_an_interrupted_body_stops_the_child_at_once(not_cached) -> None:
     not_cached("import time; time.sleep(60)")
     t = time.monotonic()

@@ -68,12 +68,20 @@ def compiling_in_background(needed: bool) -> Iterator[subprocess.Popen | None]:
 
 
 def _finish(child: subprocess.Popen, wait_s: float) -> None:
-    """Let ``child`` end within ``wait_s`` seconds, else terminate it (then kill it) by pid."""
+    """Let ``child`` end within ``wait_s`` seconds, else terminate it (then kill it) by pid.
+    A compile that failed is said in one line on stderr: the runs were right, only slower."""
     try:
-        child.wait(timeout=wait_s)
-        return
+        code = child.wait(timeout=wait_s)
     except subprocess.TimeoutExpired:
         pass
+    else:
+        if code != 0:
+            print(
+                f"ddlsched: note: compiling the Pollux search's kernel failed (exit {code}); "
+                "the runs used the Python search (the same allocations, slower)",
+                file=sys.stderr,
+            )
+        return
     child.terminate()  # numba writes each cache file atomically: nothing half-written stays
     try:
         child.wait(timeout=5)
