@@ -272,10 +272,12 @@ def end_process_group(pid: int, start_time: int, grace: float) -> bool:
     return True
 
 
-def descendants(pid: int) -> list[tuple[int, int]]:
+def descendants(pid: int, session: int | None = None) -> list[tuple[int, int]]:
     """Every living descendant of process ``pid`` of this machine (children, their children …)
-    as ``(pid, start time)``, from ``/proc``; [] where there is no ``/proc``."""
+    as ``(pid, start time)``, from ``/proc``; [] where there is no ``/proc``. With ``session``,
+    only those of that session (jobs' workers start sessions of their own)."""
     children: dict[int, list[int]] = {}
+    sessions: dict[int, int] = {}
     try:
         entries = [e for e in os.listdir("/proc") if e.isdigit()]
     except OSError:
@@ -284,7 +286,8 @@ def descendants(pid: int) -> list[tuple[int, int]]:
         try:
             with open(f"/proc/{entry}/stat", "rb") as f:
                 stat = f.read().decode("ascii", "replace")
-            parent = int(stat[stat.rindex(")") + 2 :].split()[1])
+            fields = stat[stat.rindex(")") + 2 :].split()
+            parent, sessions[int(entry)] = int(fields[1]), int(fields[3])
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(parent, []).append(int(entry))
@@ -292,7 +295,7 @@ def descendants(pid: int) -> list[tuple[int, int]]:
     while todo:
         child = todo.pop()
         start = process_start_time(child)
-        if start:
+        if start and (session is None or sessions.get(child) == session):
             out.append((child, start))
         todo.extend(children.get(child, []))
     return sorted(out)

@@ -42,6 +42,8 @@ ENDPOINT_FILE = "endpoint.json"
 #: the service's own helper processes (a private Ray's), ended at the next start if a
 #: crash left them behind
 HELPERS_FILE = "helpers.json"
+#: how often the service looks for helper processes started since it last recorded them
+HELPERS_REFRESH_S = 2.0
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -114,6 +116,8 @@ class Service:
         self.executor: ServiceExecutor | None = None
         self.store: JobStore | None = None
         self._lock_file: IO[str] | None = None
+        self._helpers: list[tuple[int, int]] | None = None  # as last recorded
+        self._helpers_at = 0.0
 
     # ------------------------------------------------------------------ start-up
     def _lock(self) -> None:
@@ -192,6 +196,8 @@ class Service:
         """What the HTTP threads committed since the last look: new jobs, cancellations,
         a drain request."""
         assert self.sim is not None and self.store is not None
+        if time.monotonic() - self._helpers_at >= HELPERS_REFRESH_S:
+            self._write_helpers()
         while True:
             try:
                 what, arg = self.inbox.get_nowait()
@@ -304,11 +310,19 @@ class Service:
             return []
 
     def _write_helpers(self) -> None:
-        """Record this service's helper processes (all its descendants now: a private Ray's
-        head, raylet and agents; none with ``--local``) by pid and start time."""
+        """Record this service's helper processes by pid and start time: its descendants in
+        its own session (a private Ray's head, raylet, agents and worker hosts; none with
+        ``--local``), not the jobs' workers (sessions of their own: recovery stops those
+        gracefully). Written when the set changes; :meth:`_take_inbox` looks again every
+        ``HELPERS_REFRESH_S``, since Ray starts agents and worker hosts after ``ray.init``."""
         from ..core.results import atomic_write_bytes
 
-        doc = {"pid": os.getpid(), "processes": [list(p) for p in descendants(os.getpid())]}
+        self._helpers_at = time.monotonic()
+        helpers = descendants(os.getpid(), session=os.getsid(0))
+        if helpers == self._helpers:
+            return
+        self._helpers = helpers
+        doc = {"pid": os.getpid(), "processes": [list(p) for p in helpers]}
         atomic_write_bytes(self.state / HELPERS_FILE, (json.dumps(doc) + "\n").encode())
 
     def _write_endpoint(self) -> None:
