@@ -67,7 +67,10 @@ class Executor(Protocol):
 
     def start(self, job: JobState, delay: float) -> None: ...
 
-    def stop(self, job: JobState) -> None: ...
+    def stop(self, job: JobState) -> bool | None:
+        """Stop ``job``'s run. A falsy return: it is stopped now. ``True``: the stop was only
+        requested (real processes checkpoint and exit); the executor calls
+        ``Simulator.stop_done(job)`` once they are gone, and the job's GPUs drain until then."""
 
     def refresh(self, job: JobState) -> None:
         """Bring ``job.service_left``/``iterations_left`` up to ``sim.now`` (for policies)."""
@@ -143,6 +146,13 @@ class Simulator:
         self._loads: list[float] = []
         self._loads_key: tuple[float, int] | None = None
         self._resized = False  # a job was started on another GPU count than it asked for
+        #: stops requested and not yet done (real processes checkpointing): job id → the GPUs
+        #: its old run still occupies; ``gpu_draining[g]`` counts such runs on GPU g
+        self.stopping: dict[int, tuple[int, ...]] = {}
+        self.gpu_draining = [0] * n
+        #: jobs started on GPUs that still drain (or while their own old run stops): launched
+        #: by ``stop_done`` once the GPUs are clear, in start order; job id → (job, delay)
+        self.launch_pending: dict[int, tuple[JobState, float]] = {}
         executor.attach(self)
         try:
             policy.attach(self)
@@ -285,16 +295,23 @@ class Simulator:
         job.status = RUNNING
         job.gpus = gpus
         job.servers = self.cluster.servers_of(gpus)
-        if job.start is None:
-            job.start = self.now
-            delay = 0.0
-        else:
-            delay = self.restart_delay
-        job.segments.append(Segment(job.job_id, self.now, float("nan"), gpus))
+        delay = 0.0 if job.start is None else self.restart_delay
         self.running[job.job_id] = job
         self._epoch += 1
         if configure is not None and config is not None:
             configure(job, config)
+        if job.job_id in self.stopping or any(self.gpu_draining[g] for g in gpus):
+            # real processes still on these GPUs (or the job's own old run still stopping):
+            # the job holds the GPUs now and is launched once they are clear (``stop_done``)
+            self.launch_pending[job.job_id] = (job, delay)
+            return
+        self._launch(job, delay)
+
+    def _launch(self, job: JobState, delay: float) -> None:
+        """Open the job's segment and hand it to the executor (its processes start now)."""
+        if job.start is None:
+            job.start = self.now
+        job.segments.append(Segment(job.job_id, self.now, float("nan"), job.gpus))
         self.executor.start(job, delay)
 
     def resize(self, job: JobState, gpus: Sequence[int], config: JobConfig | None = None) -> None:
@@ -313,12 +330,35 @@ class Simulator:
             raise ScheduleError(
                 f"job {job.job_id} cannot be preempted: it is not running (it is {job.status})"
             )
-        self.executor.stop(job)
-        self._release(job)
+        if self.launch_pending.pop(job.job_id, None) is not None:
+            self._release(job)  # never launched: nothing to stop, no preemption
+        else:
+            self._release(job, draining=bool(self.executor.stop(job)))
+            job.preemptions += 1
         job.status = QUEUED
-        job.preemptions += 1
         self.queue.append(job)
         self._dirty = True
+
+    def stop_done(self, job: JobState) -> None:
+        """The executor's callback: ``job``'s requested stop completed (its processes are
+        gone). Its old segment ends now, its GPUs stop draining, and the jobs waiting for
+        them launch (in the order they were started)."""
+        gpus = self.stopping.pop(job.job_id, None)
+        if gpus is None:
+            return
+        for seg in reversed(job.segments):
+            if seg.end != seg.end:  # NaN: the stopped run's segment
+                seg.end = self.now
+                break
+        for g in gpus:
+            self.gpu_draining[g] -= 1
+        self._epoch += 1
+        self._dirty = True
+        for jid, (waiting, delay) in list(self.launch_pending.items()):
+            if jid in self.stopping or any(self.gpu_draining[g] for g in waiting.gpus):
+                continue
+            del self.launch_pending[jid]
+            self._launch(waiting, delay)
 
     # ------------------------------------------------------------------ executor callbacks
     def job_finished(self, job: JobState, at: float | None = None) -> None:
@@ -326,7 +366,14 @@ class Simulator:
         GPUs are freed only at the boundary: its last segment ends at ``at``, the GPU-seconds
         until now count in ``held_after_finish``)."""
         job.finish = self.now if at is None else at
-        self._release(job)
+        if self.running.get(job.job_id) is job:
+            pending = self.launch_pending.pop(job.job_id, None) is not None
+            if pending and job.job_id in self.stopping:
+                job.preemptions -= 1  # restarted while it stopped, and finished instead
+            self._release(job)
+        elif job in self.queue:  # it finished its work while its stop was under way:
+            self.queue.remove(job)  # the stop did not preempt it
+            job.preemptions -= 1
         if at is not None:
             job.segments[-1].end = at
             self.held_after_finish += (self.now - at) * len(job.gpus)
@@ -339,7 +386,10 @@ class Simulator:
         if self.progress is not None:
             self.progress(self.finished, len(self.jobs))
 
-    def _release(self, job: JobState) -> None:
+    def _release(self, job: JobState, draining: bool = False) -> None:
+        """``job`` leaves its GPUs in the engine's books. With ``draining`` its processes are
+        still stopping: the GPUs may be given to other jobs, which launch once ``stop_done``
+        says the processes are gone (the segment ends then)."""
         self._epoch += 1
         mem = job.spec.memory_mb
         for g in job.gpus:
@@ -347,8 +397,12 @@ class Simulator:
             self.residents[g].remove(job)
             if not self.residents[g]:
                 self.idle.give(g)
-        seg = job.segments[-1]
-        seg.end = self.now
+        if draining:
+            self.stopping[job.job_id] = job.gpus
+            for g in job.gpus:
+                self.gpu_draining[g] += 1
+        elif job.segments and job.segments[-1].end != job.segments[-1].end:
+            job.segments[-1].end = self.now
         del self.running[job.job_id]
 
     def _arrive(self, job: JobState) -> None:

@@ -23,9 +23,9 @@ from ..core.job import JobSpec
 from ..core.realtime import RealtimeSimulator
 from ..core.state import DONE, JobState
 from .backend import LiveBackend
-from .executor import LiveExecutor, LiveRun
-from .launch import LaunchError, end_process_group, process_start_time
-from .store import JobStore, StoredJob
+from .executor import CANCEL, HUNG, PREEMPT, RUNNING, LiveExecutor, LiveRun  # noqa: F401
+from .launch import end_process_group, process_start_time
+from .store import JobStore, StateError, StoredJob
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -53,11 +53,8 @@ class ServiceExecutor(LiveExecutor):
         self.store = store
         self.clock = clock
         self.hang_timeout = hang_timeout
-        #: jobs whose cancellation is committed: stopping them records nothing more
-        self.cancelled: set[int] = set()
-        #: why the next stop happens (recorded with the preemption)
+        #: why the next preemption happens (recorded with it)
         self._why = "preempted"
-        self._launch_errors: dict[int, str] = {}
         self._changed: dict[int, float] = {}  # last progress change (wall clock), per job
         self._procs: dict[int, list[tuple[int, int]]] = {}  # (pid, start time) per job
 
@@ -77,12 +74,15 @@ class ServiceExecutor(LiveExecutor):
     # ------------------------------------------------------------------ decisions
     def _launch(self, job: JobState, r: LiveRun) -> None:
         attempt = r.attempt + 1
-        self.store.start(job.job_id, job.gpus, attempt, self.clock())  # commit, then act
         try:
-            super()._launch(job, r)
-        except LaunchError as e:
-            r.attempt = attempt
-            self._launch_errors[job.job_id] = str(e)
+            self.store.start(job.job_id, job.gpus, attempt, self.clock())  # commit, then act
+        except StateError:
+            # cancelled by a request the loop has not taken yet: the inbox ends it next
+            self._event("not_started", job, reason="cancelled meanwhile")
+            self._states[job.job_id] = job
+            return
+        super()._launch(job, r)
+        if r.launch_error is not None:
             return
         pids = self.launcher.poll(job.job_id).pids
         procs = [(p, process_start_time(p)) for p in pids]
@@ -90,14 +90,16 @@ class ServiceExecutor(LiveExecutor):
         self.store.launched(job.job_id, attempt, procs)
         self._changed[job.job_id] = self.clock()
 
-    def stop(self, job: JobState) -> None:
-        if job.job_id not in self.cancelled:
-            self.store.preempt(job.job_id, self.clock(), self._why)
-        self._launch_errors.pop(job.job_id, None)
-        super().stop(job)
+    def stop(self, job: JobState) -> bool:
+        if self.intent == PREEMPT and self.store.job(job.job_id).state == "running":
+            self.store.preempt(job.job_id, self.clock(), self._why)  # commit, then act
+        return super().stop(job)
 
     def record_finish(self, job: JobState, r: LiveRun) -> None:
         self.store.finish(job.job_id, self.clock())
+
+    def record_fail(self, job: JobState, r: LiveRun, reason: str) -> None:
+        self.store.fail(job.job_id, self.clock(), reason)
 
     def record_crash(self, job: JobState, r: LiveRun, reason: str) -> bool:
         again = self.store.crashed(job.job_id, self.clock(), reason)
@@ -110,20 +112,12 @@ class ServiceExecutor(LiveExecutor):
             end_process_group(pid, start, self.grace)
         self._why = reason
         try:
-            self.sim.preempt(job)
+            super().requeue(job, reason)
         finally:
             self._why = "preempted"
 
     # ------------------------------------------------------------------ watching
     def poll(self) -> None:
-        for job_id, error in list(self._launch_errors.items()):
-            job = self.sim.running.get(job_id)
-            del self._launch_errors[job_id]
-            if job is not None:
-                self.store.fail(job_id, self.clock(), error)
-                self.runs[job_id].failed = True
-                self._event("failed", job, reason=error)
-                self._done(job)
         super().poll()
         if self.hang_timeout:
             self._hung()
@@ -135,25 +129,22 @@ class ServiceExecutor(LiveExecutor):
 
     def _hung(self) -> None:
         """A job that reported progress and then none for ``hang_timeout`` s: recorded as a
-        crash (so ``max_restarts`` bounds it), stopped, restarted from its checkpoint."""
+        crash (so ``max_restarts`` bounds it), stopped, restarted from its checkpoint once
+        its processes are gone (or failed)."""
         now = self.clock()
-        for job in list(self.sim.running.values()):
-            r = self.runs[job.job_id]
-            since = self._changed.get(job.job_id)
-            if not r.running or r.progress is None or since is None:
+        for job_id, r in list(self.runs.items()):
+            a = r.current
+            since = self._changed.get(job_id)
+            if a is None or a.state != RUNNING or r.progress is None or since is None:
                 continue
             if now - since < self.hang_timeout:  # type: ignore[operator]
                 continue
+            job = self._states[job_id]
             reason = f"hung: no progress report for {now - since:.0f} s"
-            again = self.record_crash(job, r, reason)  # commit, then act
-            poll = self.launcher.stop(job.job_id, self.grace)
-            self._ended(job, r, poll)
-            self._event("hung", job, failures=r.failures, restart=again)
-            if again:
-                self._launch(job, r)
-            else:
-                r.failed = True
-                self._done(job)
+            a.restart = self.record_crash(job, r, reason)  # commit, then act
+            self._event("hung", job, failures=r.failures, restart=a.restart)
+            self.intent = HUNG
+            super().stop(job)
 
     def step_of(self, job_id: int) -> object:
         """The latest step rank 0 of a running job reported (None before any)."""
@@ -197,7 +188,8 @@ class ServiceSimulator(RealtimeSimulator):
 
     def cancel(self, job_id: int) -> None:
         """End ``job_id`` (its cancellation is already committed): out of the queue, or its
-        processes stopped and its GPUs freed. Policies see it among ``completed``."""
+        processes asked to stop (its GPUs drain until they are gone). Policies see it among
+        ``completed``."""
         job = self.by_id.get(job_id)
         if job is None or job.status == DONE:
             return
@@ -206,9 +198,11 @@ class ServiceSimulator(RealtimeSimulator):
         if job in self.queue:
             self.queue.remove(job)
         elif self.running.get(job_id) is job:
-            executor.cancelled.add(job_id)  # type: ignore[attr-defined]
-            executor.stop(job)
-            self._release(job)
+            if self.launch_pending.pop(job_id, None) is not None:
+                self._release(job)
+            else:
+                executor.intent = CANCEL  # type: ignore[attr-defined]
+                self._release(job, draining=bool(executor.stop(job)))
         job.status = DONE
         if arrived:
             self.finished += 1

@@ -3,11 +3,32 @@
 
 It offers the engine what the trace executor offers (``JobTimes``: remaining time alone from
 the job's ``duration`` estimate, GPU busy time), so every policy for trace jobs (fifo, sjf,
-tiresias, and plugins registered for them) schedules real processes unchanged. A job has
-finished when all its processes exited 0 without a stop request; a preempted job is stopped
-(stop file + SIGTERM, SIGKILL after ``grace``) and restarts later from its checkpoint; a
-failed one (non-zero exit) is restarted in place up to its ``max_restarts``, then recorded as
-failed (it leaves the cluster; ``failed_job_ids`` in summary.json).
+tiresias, and plugins registered for them) schedules real processes unchanged.
+
+Nothing waits inside the scheduling loop. Each start of a job is an :class:`Attempt` with one
+explicit state machine (docs/live.md, "Exactly-once outcomes")::
+
+    running ──exit──────────────────────────────→ finished | crashed | lost
+       └─stop asked─→ stopping ──exit──────────→ stopped | finished | cancelled
+                          └─grace over: SIGKILL─┘
+
+A stop is a request: ``stop`` returns at once (``True``: the engine lets the job's GPUs drain)
+and its completion — the processes seen gone at a later ``poll`` — is an event that ends the
+attempt and tells the engine (``Simulator.stop_done``). How an exit is read:
+
+- every process exited 0 and the job said its work is done (a progress record with
+  ``"done": true``: ``live.report(..., done=True)``) → finished, whatever the timing;
+- every process exited 0 and no stop was asked before the exit → finished (today's
+  contract: exit 0 = done); a job whose processes were already gone when the stop was to be
+  asked is read so too, and no stop is sent;
+- any other exit after a stop request → stopped (preempted; the job resumes later from its
+  checkpoint), cancelled when the stop was a cancel;
+- a non-zero exit without a stop request → crashed: restarted in place up to
+  ``max_restarts``, then failed (its GPUs freed; ``failed_job_ids`` in summary.json);
+- ``LOST`` (the worker's host went away) → requeued.
+
+A finished job is never started again: the engine ends it (``job_finished``) in whatever state
+the policy left it (running, queued after a preemption, or waiting to relaunch).
 """
 
 from __future__ import annotations
@@ -15,17 +36,31 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from .launch import LOST, JobPoll, Launcher, WorkerSpec
+from ..core.state import DONE
+from .launch import LOST, JobPoll, Launcher, LaunchError, WorkerSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.simulator import Simulator
     from ..core.state import JobState
     from .jobfile import LiveJob
+
+#: attempt states (``Attempt.state``); the last five are final
+RUNNING, STOPPING = "running", "stopping"
+FINISHED, STOPPED, CRASHED, CANCELLED, LOST_STATE = (
+    "finished",
+    "stopped",
+    "crashed",
+    "cancelled",
+    "lost",
+)
+#: why a stop was asked (``Attempt.intent``)
+PREEMPT, CANCEL, HUNG, INTERRUPT = "preempt", "cancel", "hung", "interrupt"
 
 
 class EventLog:
@@ -53,23 +88,60 @@ class EventLog:
 
 
 @dataclass
+class Attempt:
+    """One start of a job's processes, from launch to the exit of its last process."""
+
+    number: int
+    gpus: tuple[int, ...]
+    launched: float  # engine time of the launch
+    state: str = RUNNING
+    #: why a stop was asked (preempt, cancel, hung, interrupt); None: no stop asked
+    intent: str | None = None
+    stop_asked: float | None = None
+    #: the processes were already gone when the stop was to be asked: no stop was sent
+    gone_before_stop: bool = False
+    killed: bool = False  # SIGKILLed after the grace period
+    #: a hung attempt: whether the job restarts once it is gone (its crash is counted)
+    restart: bool = False
+    ended: float | None = None
+    exit_codes: tuple[int | None, ...] = ()
+
+    @property
+    def live(self) -> bool:
+        """Its processes may still run (running or stopping)."""
+        return self.state in (RUNNING, STOPPING)
+
+
+@dataclass
 class LiveRun:
     """One live job's state across its attempts."""
 
     job: LiveJob
     attempt: int = -1  # incremented at every start
     failures: int = 0
-    attained: float = 0.0  # seconds run, over finished attempts
+    attained: float = 0.0  # seconds held, over attempts that ended
     since: float = 0.0  # start of the current attempt
-    running: bool = False
     failed: bool = False
+    finished: bool = False
+    cancelled: bool = False
+    current: Attempt | None = None
+    history: list[Attempt] = field(default_factory=list)
     progress: dict | None = None  # the last report of rank 0
     first_step: list[object] = field(default_factory=list)  # first reported step per attempt
     startup: list[float] = field(default_factory=list)  # seconds from launch to first report
+    #: seconds from each stop request to the exit of the attempt's last process
+    stop_seconds: list[float] = field(default_factory=list)
     #: the current attempt's first and latest report: (job's unix time, step)
     first_seen: tuple[float, int] | None = None
     last_seen: tuple[float, int] | None = None
     exit_codes: tuple[int | None, ...] = ()
+    #: a launch that failed, handled at the next poll (never inside the policy's call)
+    launch_error: str | None = None
+
+    @property
+    def running(self) -> bool:
+        """Its current attempt's processes may still run."""
+        return self.current is not None and self.current.live
 
 
 class LiveExecutor:
@@ -94,12 +166,16 @@ class LiveExecutor:
         self.runs: dict[int, LiveRun] = {}
         self.busy = 0.0
         self.gpu_busy_done: list[float] = []
+        #: the engine's view of each job with live processes (by id)
+        self._states: dict[int, JobState] = {}
         #: how a job that ended (finished or failed) leaves the engine; the live profile
         #: executor first ends the job's model run
         self.on_done: Callable[[JobState], None] | None = None
         #: the total batch a job runs with (``DDLSCHED_BATCH_SIZE``): the job file's, or what
         #: an elastic policy chose (the live profile executor)
         self.batch_of: Callable[[JobState], int | None] | None = None
+        #: why the next ``stop`` happens (the service's cancel sets CANCEL)
+        self.intent = PREEMPT
 
     # ------------------------------------------------------------------ Executor protocol
     def attach(self, sim: Simulator) -> None:
@@ -111,22 +187,51 @@ class LiveExecutor:
         self._launch(job, self.runs[job.job_id])
 
     def _launch(self, job: JobState, r: LiveRun) -> None:
-        """A new attempt of ``job`` on its GPUs."""
+        """A new attempt of ``job`` on its GPUs. A launch that fails is handled at the next
+        ``poll`` (the job fails with the reason), never inside the policy's call."""
+        if r.finished or r.failed or r.cancelled or r.running:
+            raise RuntimeError(f"live job {job.job_id} cannot start again: it has ended or runs")
         r.attempt += 1
         r.since = self.sim.now
         r.first_seen = r.last_seen = None
-        workers = self.workers(job, r)
-        self.launcher.launch(job.job_id, workers)
-        r.running = True  # only once launched: an interrupted launch left nothing running
+        self._states[job.job_id] = job
+        try:
+            workers = self.workers(job, r)
+            self.launcher.launch(job.job_id, workers)
+        except (LaunchError, OSError, ValueError) as e:
+            r.launch_error = " ".join(str(e).split()) or type(e).__name__
+            return
+        r.current = Attempt(r.attempt, tuple(job.gpus), self.sim.now)
+        r.history.append(r.current)
         batch = workers[0].env.get("DDLSCHED_BATCH_SIZE")
         self._event("start", job, gpus=list(job.gpus), attempt=r.attempt, batch=batch)
 
-    def stop(self, job: JobState) -> None:
+    def stop(self, job: JobState) -> bool:
+        """Ask ``job``'s processes to stop (stop file + SIGTERM; SIGKILL once ``grace`` is
+        over); returns at once: ``True``, the completion comes from ``poll``. A job whose
+        processes are already gone gets no signal: its exit is read as one without a stop."""
         r = self.runs[job.job_id]
-        if r.running:
-            poll = self.launcher.stop(job.job_id, self.grace)
-            self._ended(job, r, poll)
-            self._event("stopped", job, exit_codes=list(poll.exit_codes), step=self._step(r))
+        a = r.current
+        if a is None or a.state != RUNNING:
+            r.launch_error = None
+            return False
+        intent, self.intent = self.intent, PREEMPT
+        a.state, a.intent, a.stop_asked = STOPPING, intent, self.sim.now
+        self._states[job.job_id] = job
+        try:
+            p = self.launcher.poll(job.job_id)
+        except Exception:  # noqa: BLE001 - a launcher error is this job's, read at the exit
+            p = None
+        if p is not None:
+            self._progress(job, r, p)
+            if p.all_exited:
+                a.gone_before_stop = True
+                self._event("stop_requested", job, reason=intent, already_exited=True)
+                return True
+        self._request_stop(job.job_id)
+        self._event("stop_requested", job, reason=intent, attempt=a.number)
+        self.sim.at(self.sim.now + self.grace, self._grace_over, job.job_id, a.number)
+        return True
 
     def refresh(self, job: JobState) -> None:
         job.service_left = self.remaining_alone(job) * job.num_gpus
@@ -135,36 +240,98 @@ class LiveExecutor:
         pass
 
     def busy_gpu_seconds(self) -> float:
+        now = self.sim.now
         return self.busy + sum(
-            (self.sim.now - r.since) * len(self.sim.running[i].gpus)
-            for i, r in self.runs.items()
-            if r.running and i in self.sim.running
+            (now - r.since) * len(r.current.gpus) for r in self.runs.values() if r.running
         )
+
+    # ------------------------------------------------------------------ the stop protocol
+    def _request_stop(self, job_id: int) -> None:
+        request = getattr(self.launcher, "request_stop", None)
+        if request is not None:
+            request(job_id)
+        else:  # a launcher without the non-blocking API: its blocking stop
+            self.launcher.stop(job_id, self.grace)
+
+    def _grace_over(self, job_id: int, number: int) -> None:
+        """The grace period of attempt ``number`` is over: SIGKILL what is left of it."""
+        r = self.runs.get(job_id)
+        a = r.current if r is not None else None
+        if a is None or a.number != number or a.state != STOPPING:
+            return
+        a.killed = True
+        kill = getattr(self.launcher, "kill", None)
+        if kill is not None:
+            kill(job_id)
+        else:
+            self.launcher.stop(job_id, 0.0)
+        self._event("killed", self._states[job_id], attempt=number, grace=self.grace)
 
     # ------------------------------------------------------------------ Polls
     def poll(self) -> None:
-        """Read every running job's processes: progress, and exits (finished or failed)."""
-        for job in list(self.sim.running.values()):
-            r = self.runs[job.job_id]
-            p = self.launcher.poll(job.job_id)
-            self._progress(job, r, p)
-            if p.all_exited:
-                self._ended(job, r, p)
-                self.exited(job, r, p)
+        """Read every job's live processes: progress, and exits (each an attempt's end)."""
+        for job_id, r in list(self.runs.items()):
+            if r.launch_error is not None:
+                self._launch_failed(job_id, r)
+            elif r.running:
+                self._poll_one(job_id, r)
+
+    def _poll_one(self, job_id: int, r: LiveRun) -> None:
+        job = self._states[job_id]
+        try:
+            p = self.launcher.poll(job_id)
+        except KeyError:  # the launcher does not know it: its processes are gone
+            p = JobPoll(job_id, (LOST,), (), None)
+        self._progress(job, r, p)
+        if p.all_exited:
+            self.exited(job, r, p)
+
+    def _launch_failed(self, job_id: int, r: LiveRun) -> None:
+        error, r.launch_error = r.launch_error, None
+        job = self._states[job_id]
+        if self.sim.running.get(job_id) is not job:
+            return  # preempted or ended before its failure was read
+        r.failed = True
+        self.record_fail(job, r, f"cannot launch: {error}")
+        self._event("failed", job, reason=f"cannot launch: {error}")
+        self._done(job)
 
     def exited(self, job: JobState, r: LiveRun, p: JobPoll) -> None:
-        """Every process of ``job``'s attempt has exited: it finished (all 0), its host went
-        away (``LOST``: requeued, not a failure), or it crashed (restarted in place up to
-        ``max_restarts``, then failed)."""
+        """Every process of the current attempt has exited: read the outcome (module
+        docstring) and tell the engine, exactly once."""
+        a = r.current
+        assert a is not None
+        self._ended(job, r, a, p)
         codes = list(p.exit_codes)
-        if all(c == 0 for c in codes):
-            self.record_finish(job, r)
-            self._event("finish", job, step=self._step(r))
-            self._done(job)
-        elif LOST in codes:
+        stop_asked = a.stop_asked is not None and not a.gone_before_stop
+        done = all(c == 0 for c in codes) and (not stop_asked or self._said_done(r))
+        if a.stop_asked is not None:
+            r.stop_seconds.append(self.sim.now - a.stop_asked)
+        if a.intent in (PREEMPT, CANCEL):
+            # the engine already took the job off its GPUs: they drain until now
+            if done:
+                self._finish(job, r, a, during=a.intent)
+            else:
+                a.state = CANCELLED if a.intent == CANCEL else STOPPED
+                if a.intent == CANCEL:
+                    r.cancelled = True
+                self._event(a.state, job, exit_codes=codes, step=self._step(r), killed=a.killed)
+            self.sim.stop_done(job)
+            return
+        if done:
+            self._finish(job, r, a)
+            return
+        if a.intent == HUNG:  # the crash was counted when the hang was found
+            again = a.restart
+        elif LOST in codes and a.stop_asked is None:
+            a.state = LOST_STATE
             self._event("lost", job, exit_codes=codes)
             self.requeue(job, "worker lost")
-        elif self.record_crash(job, r, f"exit codes {codes}"):
+            return
+        else:
+            again = self.record_crash(job, r, f"exit codes {codes}")
+        a.state = CRASHED
+        if again:
             self._event("crashed", job, exit_codes=codes, failures=r.failures)
             self._launch(job, r)  # restart in place, from its checkpoint
         else:
@@ -172,8 +339,24 @@ class LiveExecutor:
             self._event("failed", job, exit_codes=codes, failures=r.failures)
             self._done(job)  # ends the job; recorded in summary `failed_jobs`
 
+    def _finish(self, job: JobState, r: LiveRun, a: Attempt, during: str | None = None) -> None:
+        a.state = FINISHED
+        r.finished = True
+        self.record_finish(job, r)
+        extra = {"during": during} if during else {}
+        self._event("finish", job, step=self._step(r), **extra)
+        self._done(job)
+
+    @staticmethod
+    def _said_done(r: LiveRun) -> bool:
+        """The job's last report says its work is done (``live.report(..., done=True)``)."""
+        return bool(r.progress) and r.progress.get("done") is True  # type: ignore[union-attr]
+
     def record_finish(self, job: JobState, r: LiveRun) -> None:
         """Hook: ``job`` finished (the service commits it before the engine frees its GPUs)."""
+
+    def record_fail(self, job: JobState, r: LiveRun, reason: str) -> None:
+        """Hook: ``job`` failed for ``reason`` (the service commits it)."""
 
     def record_crash(self, job: JobState, r: LiveRun, reason: str) -> bool:
         """Count a crash of ``job``; whether it may restart (failures ≤ ``max_restarts``)."""
@@ -183,9 +366,12 @@ class LiveExecutor:
     def requeue(self, job: JobState, reason: str) -> None:
         """Put ``job`` back in the queue, its processes gone (a lost worker): the policy
         starts it again, from its checkpoint."""
-        self.sim.preempt(job)
+        if self.sim.running.get(job.job_id) is job:
+            self.sim.preempt(job)
 
     def _done(self, job: JobState) -> None:
+        if job.finish is not None or job.status == DONE:
+            return  # the engine ended it already (a cancel)
         if self.on_done is not None:
             self.on_done(job)
         else:
@@ -199,8 +385,7 @@ class LiveExecutor:
         estimate = r.job.duration
         if not estimate:
             return math.inf
-        ran = r.attained + (self.sim.now - r.since if r.running else 0.0)
-        return max(estimate - ran, 0.0)
+        return max(estimate - self.attained(job), 0.0)
 
     def attained(self, job: JobState) -> float:
         r = self.runs[job.job_id]
@@ -209,7 +394,9 @@ class LiveExecutor:
     def gpu_busy(self, gpu: int) -> float:
         now = self.sim.now
         return self.gpu_busy_done[gpu] + sum(
-            now - self.runs[j.job_id].since for j in self.sim.residents[gpu]
+            now - self.runs[j.job_id].since
+            for j in self.sim.residents[gpu]
+            if self.runs[j.job_id].running
         )
 
     # ------------------------------------------------------------------ the processes
@@ -255,18 +442,18 @@ class LiveExecutor:
             )
         return out
 
-    def _ended(self, job: JobState, r: LiveRun, p: JobPoll) -> None:
-        """An attempt's processes are gone: account its held time."""
-        if not r.running:
-            return
-        r.running = False
-        r.exit_codes = p.exit_codes
+    def _ended(self, job: JobState, r: LiveRun, a: Attempt, p: JobPoll) -> None:
+        """An attempt's processes are gone: account the time it held its GPUs."""
+        a.ended = self.sim.now
+        a.exit_codes = r.exit_codes = p.exit_codes
         held = self.sim.now - r.since
         r.attained += held
-        self.busy += held * len(job.gpus)
-        for g in job.gpus:
+        self.busy += held * len(a.gpus)
+        for g in a.gpus:
             self.gpu_busy_done[g] += held
         self._progress(job, r, p)
+        if a.state == RUNNING or a.state == STOPPING:
+            a.state = STOPPED  # provisional; ``exited`` sets the outcome
 
     def _progress(self, job: JobState, r: LiveRun, p: JobPoll) -> None:
         if p.progress is None or p.progress == r.progress:
@@ -301,35 +488,71 @@ class LiveExecutor:
         if self.log is not None:
             self.log.write(self.sim.now, event, job.job_id, **fields)
 
-    def stop_all(self) -> list[int]:
-        """Stop every running job (checkpoint and exit; Ctrl-C); their ids."""
-        known = set(self.launcher.running_jobs())
-        running = [
-            j
-            for j in self.sim.running.values()
-            if self.runs[j.job_id].running and j.job_id in known
-        ]
-        if not running:
-            return []
-        polls = self.launcher.stop_many([j.job_id for j in running], self.grace)
-        for job in running:
-            r = self.runs[job.job_id]
-            self._ended(job, r, polls[job.job_id])
-            self._event("stopped", job, exit_codes=list(r.exit_codes), step=self._step(r))
-        return [j.job_id for j in running]
+    def stop_all(self, wait: Callable[[float], None] = time.sleep) -> list[int]:
+        """Stop every job whose processes run (checkpoint and exit; Ctrl-C), waiting for
+        them: ``grace``, then SIGKILL; their ids. Outcomes are read as usual (a job that
+        finished meanwhile is recorded finished)."""
+        live = [i for i, r in self.runs.items() if r.running]
+        for i in live:
+            r = self.runs[i]
+            if r.current is not None and r.current.state == RUNNING:
+                self.intent = INTERRUPT
+                self.stop(self._states[i])
+        deadline = time.monotonic() + self.grace
+        killed = False
+        while any(self.runs[i].running for i in live):
+            for i in live:
+                r = self.runs[i]
+                if r.running:
+                    self._poll_interrupted(i, r)
+            if not any(self.runs[i].running for i in live):
+                break
+            if time.monotonic() >= deadline:
+                if killed:
+                    break
+                killed = True
+                for i in live:
+                    if self.runs[i].running:
+                        self._grace_over(i, self.runs[i].current.number)  # type: ignore[union-attr]
+                deadline = time.monotonic() + 10.0
+            wait(0.05)
+        return live
+
+    def _poll_interrupted(self, job_id: int, r: LiveRun) -> None:
+        """``_poll_one`` of Ctrl-C: exits are recorded, nothing is restarted or requeued."""
+        job = self._states[job_id]
+        try:
+            p = self.launcher.poll(job_id)
+        except KeyError:
+            p = JobPoll(job_id, (LOST,), (), None)
+        self._progress(job, r, p)
+        if not p.all_exited:
+            return
+        a = r.current
+        assert a is not None
+        self._ended(job, r, a, p)
+        gone = a.stop_asked is None or a.gone_before_stop
+        if all(c == 0 for c in p.exit_codes) and (gone or self._said_done(r)):
+            self._finish(job, r, a, during=INTERRUPT)
+        else:
+            self._event("stopped", job, exit_codes=list(p.exit_codes), step=self._step(r))
 
     def measured(self) -> list[dict[str, object]]:
         """Per finished job, what the run measured, as a trace job to simulate the same
-        workload with ``ddlsched run``: its arrival, GPUs and ``duration`` = the seconds it
-        held its GPUs over all attempts minus the start-up (launch → first report) of its
-        restarts, which a simulation charges as ``restart_delay`` (``summary.json``'s
-        ``mean_restart_startup_s``)."""
+        workload with ``ddlsched run``: its arrival, GPUs and ``duration`` = the seconds its
+        attempts ran until they ended or were asked to stop, minus the start-up (launch →
+        first report) of its restarts, which a simulation charges as ``restart_delay``
+        (``summary.json``'s ``mean_restart_startup_s``)."""
         rows = []
         for job in sorted(self.sim.jobs, key=lambda j: (j.arrival, j.job_id)):
             r = self.runs[job.job_id]
-            if job.finish is None or r.failed:
+            if not r.finished or job.finish is None:
                 continue
-            duration = r.attained - sum(r.startup[1:])
+            ran = sum(
+                (a.stop_asked if a.stop_asked is not None else a.ended or a.launched) - a.launched
+                for a in r.history
+            )
+            duration = ran - sum(r.startup[1:])
             rows.append(
                 {
                     "arrival": job.arrival,
@@ -346,6 +569,7 @@ class LiveExecutor:
         restarts = sum(max(r.attempt, 0) for r in self.runs.values())
         startups = [s for r in self.runs.values() for s in r.startup]
         restart = [s for r in self.runs.values() for s in r.startup[1:]]
+        stops = [s for r in self.runs.values() for s in r.stop_seconds]
         return {
             "failed_jobs": len(failed),
             "failed_job_ids": failed,
@@ -354,4 +578,6 @@ class LiveExecutor:
             # and over restarts only (what `ddlsched run --set restart_delay=` models)
             "mean_startup_s": sum(startups) / len(startups) if startups else 0.0,
             "mean_restart_startup_s": sum(restart) / len(restart) if restart else 0.0,
+            # seconds from a stop request to the exit of the job's last process
+            "mean_stop_s": sum(stops) / len(stops) if stops else 0.0,
         }

@@ -490,6 +490,17 @@ class LocalLauncher(LauncherBase):
             self._release(job_id, state)
         return state
 
+    def request_stop(self, job_id: int) -> None:
+        """Ask ``job_id``'s workers to stop (stop file + SIGTERM to each group); returns at
+        once — ``poll`` reports the exits."""
+        for p in self._jobs.get(job_id, ()):
+            p.terminate()
+
+    def kill(self, job_id: int) -> None:
+        """SIGKILL ``job_id``'s worker groups; returns at once (``poll`` reaps)."""
+        for p in self._jobs.get(job_id, ()):
+            p.kill()
+
     def stop(self, job_id: int, grace: float) -> JobPoll:
         return self.stop_many([job_id], grace)[job_id]
 

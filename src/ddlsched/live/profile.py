@@ -50,9 +50,10 @@ class LiveProfileExecutor(ProfileExecutor):
         super().start(job, delay)  # the configuration (batch, micro-batch) is chosen here
         self.procs.start(job, delay)
 
-    def stop(self, job: JobState) -> None:
-        self.procs.stop(job)
+    def stop(self, job: JobState) -> bool:
+        pending = self.procs.stop(job)  # a request: the GPUs drain until the processes exit
         super().stop(job)
+        return pending
 
     def poll(self) -> None:
         """The processes' exits and reports; a running job's measured seconds per iteration

@@ -297,9 +297,9 @@ class Service:
         """SIGTERM: every running job is recorded as requeued (commit), then stopped."""
         assert self.sim is not None and self.executor is not None and self.store is not None
         now = time.time()
-        running = list(self.sim.running.values())
-        for job in running:
-            self.store.preempt(job.job_id, now, "service stopped")
+        for job_id, r in self.executor.runs.items():
+            if r.running and r.current is not None and r.current.intent is None:
+                self.store.preempt(job_id, now, "service stopped")
         self.executor.stop_all()
 
     def _read_helpers(self) -> list[tuple[int, int]]:

@@ -6,6 +6,8 @@ States and the legal moves between them (anything else is a :class:`StateError` 
 nothing)::
 
     submit → queued ⇄ running → finished
+             queued (a stop under way) / cancelled → finished, when the job's processes
+             show its work was done (exactly-once outcomes, docs/live.md);
              queued/running → cancelled, failed;  running → queued (preempt, crash with
              restarts left, recover after a service restart);  running → running on other
              GPUs (resize: a new attempt)
@@ -414,13 +416,18 @@ class JobStore:
             self._event(cur, t, job_id, "preempt", reason=reason)
 
     def finish(self, job_id: int, now: float) -> None:
-        """running → finished."""
+        """running → finished; also queued → finished (its last attempt finished its work
+        while its preemption's stop was under way) and cancelled → finished (the work was
+        done before the cancel reached the processes: exactly-once outcomes, docs/live.md)."""
         t = _time(now)
         with self._write() as cur:
-            state, *_ = self._state(cur, job_id)
-            self._require(job_id, state, ("running",), "finish")
+            state, attempt, *_ = self._state(cur, job_id)
+            if state == "queued" and attempt < 0:
+                self._require(job_id, state, ("running",), "finish")
+            self._require(job_id, state, ("running", "queued", "cancelled"), "finish")
             self._end(cur, job_id, "finished", t, None)
-            self._event(cur, t, job_id, "finish")
+            extra = {"was": state} if state != "running" else {}
+            self._event(cur, t, job_id, "finish", **extra)
 
     def fail(self, job_id: int, now: float, reason: str) -> None:
         """queued or running → failed, with the reason (a command that cannot start, …)."""
