@@ -271,10 +271,38 @@ class LiveExecutor:
     def poll(self) -> None:
         """Read every job's live processes: progress, and exits (each an attempt's end)."""
         for job_id, r in list(self.runs.items()):
-            if r.launch_error is not None:
-                self._launch_failed(job_id, r)
-            elif r.running:
-                self._poll_one(job_id, r)
+            try:
+                if r.launch_error is not None:
+                    self._launch_failed(job_id, r)
+                elif r.running:
+                    self._poll_one(job_id, r)
+            except Exception as e:  # noqa: BLE001 - one job's trouble is that job's alone
+                self._job_error(job_id, r, e)
+
+    def _job_error(self, job_id: int, r: LiveRun, error: Exception) -> None:
+        """Watching or ending ``job_id`` raised: the job fails with the reason (its processes
+        are killed by id) and the run or service goes on."""
+        reason = " ".join(f"{type(error).__name__}: {error}".split())
+        job = self._states.get(job_id)
+        try:
+            kill = getattr(self.launcher, "kill", None)
+            if kill is not None and r.running:
+                kill(job_id)
+        except Exception:  # noqa: BLE001
+            pass
+        if r.current is not None and r.current.live:
+            r.current.state = CRASHED
+        r.failed, r.launch_error = True, None
+        if job is None:
+            return
+        self._event("failed", job, reason=f"internal error: {reason}")
+        try:
+            self.record_fail(job, r, f"internal error: {reason}")
+        except Exception:  # noqa: BLE001 - the store refused (e.g. it ended already)
+            pass
+        if job.job_id in self.sim.stopping:
+            self.sim.stop_done(job)
+        self._done(job)
 
     def _poll_one(self, job_id: int, r: LiveRun) -> None:
         job = self._states[job_id]
@@ -311,6 +339,15 @@ class LiveExecutor:
             # the engine already took the job off its GPUs: they drain until now
             if done:
                 self._finish(job, r, a, during=a.intent)
+            elif a.gone_before_stop and LOST not in codes and a.intent == PREEMPT:
+                # it crashed before the stop was asked: a crash (it is queued already)
+                a.state = CRASHED
+                if self.record_crash(job, r, f"exit codes {codes}"):
+                    self._event("crashed", job, exit_codes=codes, failures=r.failures)
+                else:
+                    r.failed = True
+                    self._event("failed", job, exit_codes=codes, failures=r.failures)
+                    self._done(job)
             else:
                 a.state = CANCELLED if a.intent == CANCEL else STOPPED
                 if a.intent == CANCEL:

@@ -78,14 +78,15 @@ def arrival_of(job: StoredJob, origin: float) -> float:
 def run_result(
     cluster: Cluster, jobs: Sequence[StoredJob], events: Sequence[Event]
 ) -> tuple[SimResult, dict[str, object]]:
-    """The run directory of the store's jobs that ended on GPUs (finished, or failed after
-    running), as ``ddlsched live`` writes it, and the summary's service keys."""
+    """The run directory of the store's jobs that finished, as ``ddlsched live`` writes it
+    (failed and cancelled jobs are named in the summary's own keys, never in its JCTs), and
+    the summary's service keys."""
     origin = origin_of(jobs)
     hist = histories(jobs, events, origin)
     states = []
     for j in jobs:
         h = hist[j.id]
-        if j.state not in ("finished", "failed") or h.start is None or j.finished_at is None:
+        if j.state != "finished" or h.start is None or j.finished_at is None:
             continue
         spec = JobSpec(
             job_id=j.id,
@@ -107,6 +108,7 @@ def run_result(
     extra: dict[str, object] = {
         "failed_jobs": len(by_state["failed"]),
         "failed_job_ids": by_state["failed"],
+        "cancelled_jobs": len(by_state["cancelled"]),
         "cancelled_job_ids": by_state["cancelled"],
         "submitted_jobs": len(jobs),
         "unfinished_job_ids": sorted(j.id for j in jobs if j.state not in ENDED),

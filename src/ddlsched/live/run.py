@@ -158,8 +158,8 @@ def run_live(
                 interrupted = e
                 stopped = executor.stop_all()
                 log.write(sim.now, "interrupted", stopped=stopped)
-                done = [j for j in sim.jobs if j.finish is not None]
-                res = build_result(cluster, done, sim.executor.busy_gpu_seconds())
+                res = build_result(cluster, [], 0.0)
+            res = finished_only(res, cluster, sim, executor)
             res.summary.update(executor.summary())
             res.summary["interrupted"] = interrupted is not None
             log.close()
@@ -170,6 +170,29 @@ def run_live(
     if interrupted is not None:
         raise interrupted
     return res, False
+
+
+def finished_only(res: SimResult, cluster: Cluster, sim: object, executor: object) -> SimResult:
+    """The run's result over the jobs that finished: a failed job's JCT is no JCT, so it is
+    left out of jobs.csv, segments.csv and the averages (``failed_job_ids`` names it; the GPU
+    time it held still counts in ``gpu_util``). The engine's own summary keys are kept."""
+    from dataclasses import replace
+
+    from ..core.protocols import AloneTimes
+
+    runs = executor.runs  # type: ignore[attr-defined]
+    done = [j for j in sim.jobs if j.finish is not None and runs[j.job_id].finished]  # type: ignore[attr-defined]
+    engine_ex = sim.executor  # type: ignore[attr-defined]
+    alone = engine_ex.alone_time if isinstance(engine_ex, AloneTimes) and done else None
+    try:
+        out = build_result(cluster, done, executor.busy_gpu_seconds(), alone)  # type: ignore[attr-defined]
+    except NotImplementedError:
+        out = build_result(cluster, done, executor.busy_gpu_seconds())  # type: ignore[attr-defined]
+    fairness = {"avg_ftf_rho", "max_ftf_rho", "jain_index"}
+    for key, value in res.summary.items():
+        if key not in fairness or out.fairness:
+            out.summary.setdefault(key, value)
+    return replace(out, resolved=dict(res.resolved))
 
 
 def write_measured(rows: list[dict[str, object]], path: Path) -> None:

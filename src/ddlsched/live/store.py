@@ -457,7 +457,8 @@ class JobStore:
         t = _time(now)
         with self._write() as cur:
             state, _a, failures, max_restarts = self._state(cur, job_id)
-            self._require(job_id, state, ("running",), "record a crash of")
+            # queued: it crashed just before its preemption's stop was asked
+            self._require(job_id, state, ("running", "queued"), "record a crash of")
             failures += 1
             again = failures <= max_restarts
             cur.execute("UPDATE jobs SET failures = ? WHERE id = ?", (failures, job_id))
