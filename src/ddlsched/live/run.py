@@ -11,8 +11,9 @@ and the interrupt is re-raised (exit 130 / 143).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import __version__
@@ -118,6 +119,7 @@ def run_live(
             raise InputError("give --cluster (or --ray-address to use a Ray cluster's GPUs)")
         cluster = load_cluster(cfg.cluster)
         check_fits(jobs, cluster, cfg.jobs)
+    cfg = replace(cfg, launcher=resolve_launcher(cfg.launcher, cfg.ray_address))
     profiled = any(j.app for j in jobs)  # application-profile jobs (every job, then)
     specs = to_profile_specs(jobs, cfg.time_scale) if profiled else to_specs(jobs, cfg.time_scale)
     record = cfg.record()
@@ -192,9 +194,45 @@ def write_measured(rows: list[dict[str, object]], path: Path) -> None:
     write_file(path, buf.getvalue().encode("utf-8"))
 
 
+def ray_missing() -> str | None:
+    """Why Ray cannot be used in this environment (``Ray is not installed``, the default
+    install has no Ray), or None when it imports."""
+    try:
+        import ray  # noqa: F401
+    except ImportError as e:
+        if e.name == "ray":
+            return "Ray is not installed"
+        return f"Ray cannot be imported ({e})"
+    return None
+
+
+def _note(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def resolve_launcher(kind: str, ray_address: str | None, say: Callable[[str], None] = _note) -> str:
+    """The launcher a live run or service will use: ``kind``, except that a private Ray
+    (``--cluster``, the default) falls back to ``local`` subprocesses when Ray cannot be
+    imported, saying so in one note line; ``--ray-address`` without Ray is an ``InputError``."""
+    if kind != "ray":
+        return kind
+    why = ray_missing()
+    if why is None:
+        return kind
+    if ray_address:
+        raise InputError(f"--ray-address needs Ray: {why} (pip install 'ddlsched[ray]')")
+    say(
+        f"ddlsched: note: {why}; running the jobs as local subprocesses "
+        "(pip install 'ddlsched[ray]' for Ray)"
+    )
+    return "local"
+
+
 def make_launcher(kind: str, ray_address: str | None, cluster: Cluster | None):  # noqa: ANN201
     """The launcher of a live run or service: ``local`` subprocesses on ``cluster``, else Ray
-    (joined at ``ray_address``, or a private instance with ``cluster``'s logical GPUs)."""
+    (joined at ``ray_address``, or a private instance with ``cluster``'s logical GPUs; without
+    Ray: local subprocesses, see ``resolve_launcher``)."""
+    kind = resolve_launcher(kind, ray_address)
     if kind == "local":
         from .launch import LocalLauncher
 
