@@ -108,8 +108,9 @@ def local_rank() -> int:
 
 
 def gpus() -> list[int]:
-    """The cluster-wide GPU ids the policy gave the job (``DDLSCHED_GPUS``; empty outside
-    ddlsched). For the devices a process may use, read ``CUDA_VISIBLE_DEVICES``."""
+    """All the cluster-wide GPU ids the policy gave the job, sorted, the same list in every
+    worker (``DDLSCHED_GPUS``; rank R runs on the R-th; empty outside ddlsched). For the devices
+    a process may use, read ``CUDA_VISIBLE_DEVICES``."""
     out = []
     for part in os.environ.get(ENV_GPUS, "").split(","):
         part = part.strip()
