@@ -160,8 +160,7 @@ def run_live(
                 interrupted = e
                 stopped = executor.stop_all()
                 log.write(sim.now, "interrupted", stopped=stopped)
-                done = [j for j in sim.jobs if j.finish is not None]
-                res = build_result(cluster, done, sim.executor.busy_gpu_seconds())
+                res = interrupted_result(sim)
             res.summary.update(executor.summary())
             res.summary["interrupted"] = interrupted is not None
             log.close()
@@ -172,6 +171,25 @@ def run_live(
     if interrupted is not None:
         raise interrupted
     return res, False
+
+
+def interrupted_result(sim) -> SimResult:  # noqa: ANN001 - the run's RealtimeSimulator
+    """The result of an interrupted run: the jobs that finished, what the run allowed
+    (``max_jobs_per_gpu``, ``elastic``, as a completed run records them for ``ddlsched
+    check``), and as busy time the GPU time their segments held: the jobs still running at the
+    interrupt are in neither jobs.csv nor segments.csv, so their GPU time is not in
+    ``gpu_util`` either (it was, and the run then failed ``check``)."""
+    from ..core.protocols import Elastic
+    from ..core.results import gpu_held_seconds
+
+    done = [j for j in sim.jobs if j.finish is not None]
+    segments = build_result(sim.cluster, done, 0.0).segments
+    res = build_result(sim.cluster, done, gpu_held_seconds(segments))
+    res.summary["max_jobs_per_gpu"] = int(sim.max_jobs_per_gpu or 0)
+    elastic = isinstance(sim.policy, Elastic) and sim.policy.elastic
+    resized = any(len(s.gpus) != j.num_gpus for j in done for s in j.segments)
+    res.summary["elastic"] = bool(elastic or resized)
+    return res
 
 
 def write_measured(rows: list[dict[str, object]], path: Path) -> None:
