@@ -640,3 +640,75 @@ def test_empty_null_or_deep_files(base: Path, name: str, content: str) -> None:
     (base / name).write_text(content)
     res = check_run(base)
     assert any(v.file == name and v.rule in ("malformed", "columns") for v in res.violations)
+
+
+# ---------------------------------------------------------------------- interrupted live runs
+def _interrupted_live_run(tmp_path: Path) -> Path:
+    """A real live run (plain subprocesses) interrupted once one of its two jobs finished, as
+    Ctrl-C does: the other job (a sleep that never polls) is stopped; the directory records the
+    finished one. Nothing of it is left running."""
+    import uuid
+
+    from _processes import cmdlines
+
+    from ddlsched.live.run import LiveConfig, run_live
+
+    tag = f"ddltest-{uuid.uuid4().hex[:12]}"
+    (tmp_path / "c.toml").write_text('name = "two"\n[[servers]]\nnum_gpus = 2\n')
+    quick = json.dumps([sys.executable, "-c", "pass"])
+    sleep = json.dumps([sys.executable, "-c", "import time; time.sleep(60)", tag])
+    (tmp_path / "j.toml").write_text(
+        f"[[jobs]]\njob_id = 0\narrival = 0\ngpus = 1\ncommand = {quick}\n\n"
+        f"[[jobs]]\njob_id = 1\narrival = 0\ngpus = 1\ncommand = {sleep}\n"
+    )
+    out = tmp_path / "live"
+    cfg = LiveConfig(
+        jobs=str(tmp_path / "j.toml"),
+        policy="fifo",
+        cluster=str(tmp_path / "c.toml"),
+        launcher="local",
+        grace=5.0,
+        out=str(out),
+    )
+
+    def ctrl_c(done: int, total: int) -> None:
+        if done >= 1:
+            raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_live(cfg, progress=ctrl_c)
+    finally:
+        left = [pid for pid, cmd in cmdlines().items() if tag in cmd]
+        for pid in left:
+            os.kill(pid, 9)
+    assert left == []
+    return out
+
+
+def test_an_interrupted_live_run_checks_and_is_called_so(tmp_path: Path) -> None:
+    out = _interrupted_live_run(tmp_path)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] is True and summary["num_jobs"] == 1
+    assert summary["max_jobs_per_gpu"] == 1 and summary["elastic"] is False
+    res = check_run(out)
+    assert [v.format(out) for v in res.violations] == []  # gpu_util was over what segments held
+    assert res.notes == [
+        "an interrupted run (Ctrl-C or SIGTERM; summary.json 'interrupted'): it records the 1 "
+        "job(s) that finished before the interrupt; the others are not checked"
+    ]
+
+    # as such a run was written before: no max_jobs_per_gpu/elastic, gpu_util with the GPU
+    # time of the job still running at the interrupt
+    s = dict(summary)
+    del s["max_jobs_per_gpu"], s["elastic"]
+    s["gpu_util"] = min(1.0, s["gpu_held"] + 0.25)
+    (out / "summary.json").write_text(json.dumps(s))
+    res = check_run(out)
+    assert [v.format(out) for v in res.violations] == []
+    assert not any("older run" in n for n in res.notes), res.notes
+    assert "summary.json records no 'elastic' (an interrupted run)" in " ".join(res.notes)
+    assert any(n.startswith("gpu_util ") and "not checked" in n for n in res.notes), res.notes
+    s["interrupted"] = False  # a completed run's gpu_util above its held share stays wrong
+    (out / "summary.json").write_text(json.dumps(s))
+    assert "gpu-util" in {v.rule for v in check_run(out).violations}

@@ -154,15 +154,28 @@ def test_a_failed_save_keeps_the_previous_checkpoint(tmp_path):
 # ---------------------------------------------------------------------------------- stopping
 _CHILD = r"""
 import os, signal, sys, time
-if os.environ.get("OWN_HANDLER"):
-    signal.signal(signal.SIGTERM, lambda s, f: print("own handler", flush=True))
+def own(signum, frame):
+    print("own handler", flush=True)
+when = os.environ.get("OWN_HANDLER", "")  # when the program installs its own SIGTERM handler
+if when == "before-import":
+    signal.signal(signal.SIGTERM, own)
 import ddlsched.live as live
+if when == "after-import":
+    signal.signal(signal.SIGTERM, own)
+poll = bool(os.environ.get("POLL"))
+if poll:
+    live.should_stop()  # the program polls from its start on
+if when == "after-poll":
+    signal.signal(signal.SIGTERM, own)
 print("ready", flush=True)
 deadline = time.monotonic() + 20
 while time.monotonic() < deadline:
-    if os.environ.get("POLL") and live.should_stop():
+    if poll and live.should_stop():
         print("stopping", flush=True)
         sys.exit(0)
+    if when == "after-poll" and signal.getsignal(signal.SIGTERM) is not own:
+        print("the client replaced the program's handler", flush=True)
+        sys.exit(4)
     time.sleep(0.01)
 print("timed out", flush=True)
 sys.exit(3)
@@ -214,11 +227,41 @@ def test_sigterm_still_ends_a_program_outside_ddlsched_that_never_asks(tmp_path)
     assert rc == -signal.SIGTERM
 
 
-def test_sigterm_also_runs_the_programs_own_handler(tmp_path):
-    proc = start_child(tmp_path, DDLSCHED_JOB_ID="1", POLL="1", OWN_HANDLER="1")
+def test_sigterm_ends_a_job_under_ddlsched_that_never_polls_at_once(tmp_path):
+    """Importing the client does not make a job that never asks should_stop() deaf to SIGTERM
+    (it would run on until the scheduler's grace period ends and it is killed)."""
+    proc = start_child(tmp_path, DDLSCHED_JOB_ID="1")
+    sent = time.monotonic()
+    os.kill(proc.pid, signal.SIGTERM)
+    rc, out = finish(proc)
+    assert (rc, out) == (-signal.SIGTERM, "")
+    assert time.monotonic() - sent < 5
+
+
+@pytest.mark.parametrize("when", ["before-import", "after-import"])
+def test_sigterm_also_runs_the_programs_own_handler(tmp_path, when):
+    """The program's handler runs, whether installed before or after the import, and
+    should_stop() still learns of the request."""
+    proc = start_child(tmp_path, DDLSCHED_JOB_ID="1", POLL="1", OWN_HANDLER=when)
     os.kill(proc.pid, signal.SIGTERM)
     rc, out = finish(proc)
     assert (rc, out.splitlines()) == (0, ["own handler", "stopping"])
+
+
+def test_a_handler_installed_after_the_first_poll_is_left_alone(tmp_path):
+    stop = tmp_path / "STOP"
+    proc = start_child(
+        tmp_path, DDLSCHED_JOB_ID="1", DDLSCHED_STOP=str(stop), POLL="1", OWN_HANDLER="after-poll"
+    )
+    try:
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "own handler"
+        time.sleep(0.3)  # a few more polls: the client does not put its handler back
+        stop.touch()  # the stop file still reaches should_stop()
+    finally:
+        rc, out = finish(proc)
+    assert (rc, out.split()) == (0, ["stopping"])
 
 
 def test_the_stop_file_stops_a_job_within_the_check_interval(tmp_path):

@@ -227,3 +227,35 @@ def test_the_ddp_example_runs_when_torch_is_installed(tmp_path):
         rows = [json.loads(line) for line in progress.read_text().splitlines()]
         starts = [row for row in rows if row.get("event") == "start"]
         assert starts[-1]["step"] == first and rows[-1]["step"] == steps
+
+
+def test_the_tiresias_example_settings_preempt_without_thrashing():
+    """examples/live/sim_vs_live.sh's Tiresias settings (docs/live.md "Sim vs live"): a 4-GPU
+    job runs at least 10 s before it is demoted, and the example's jobs, simulated on their
+    estimates with a live-like restart start-up, are preempted a few times, each at most once
+    (0.002 GPU-hours demoted a 4-GPU job after 1.8 s: 6 preemptions of 7 jobs)."""
+    import re
+
+    from ddlsched.api import simulate
+    from ddlsched.core.cluster_io import load_cluster
+    from ddlsched.live.jobfile import read_live_jobs
+    from ddlsched.live.run import to_specs
+    from ddlsched.settings import Settings
+
+    script = (ROOT / "examples" / "live" / "sim_vs_live.sh").read_text()
+    (line,) = [x for x in script.splitlines() if "tiresias_thresholds=" in x]
+    interval = re.search(r"interval=([0-9.]+)", line).group(1)
+    threshold = re.search(r"tiresias_thresholds=([0-9.]+)", line).group(1)
+    assert f"`tiresias_thresholds={threshold}` GPU-hours" in (ROOT / "docs" / "live.md").read_text()
+    jobs = read_live_jobs(ROOT / "examples" / "live" / "jobs.toml")
+    widest = max(j.gpus for j in jobs)
+    assert widest == 4 and float(threshold) * 3600 / widest >= 10.0
+
+    settings = Settings.from_mapping(
+        {"interval": interval, "tiresias_thresholds": threshold, "restart_delay": "2"}
+    )
+    cluster = load_cluster(str(ROOT / "examples" / "live" / "cluster-2x2.toml"))
+    res = simulate(cluster, to_specs(jobs, 1.0), "tiresias", settings=settings)
+    preempted = {j.job_id: j.preemptions for j in res.jobs}
+    assert 1 <= sum(preempted.values()) <= 3 and max(preempted.values()) == 1, preempted
+    assert preempted[next(j.job_id for j in jobs if j.gpus == widest)] == 1  # it is demoted

@@ -9,12 +9,21 @@ import os
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from ddlsched.core.cluster import Cluster
-from ddlsched.live.launch import JobPoll, LaunchError, LocalLauncher, WorkerSpec, read_last_json
+from ddlsched.live.launch import (
+    JobPoll,
+    LaunchError,
+    LocalLauncher,
+    WorkerSpec,
+    check_gang,
+    read_last_json,
+    with_job_gpus,
+)
 
 PY = sys.executable
 CLUSTER = Cluster.homogeneous(2, 2)
@@ -146,11 +155,33 @@ def test_env_contract(launcher, tmp_path):
         assert env.get("CUDA_VISIBLE_DEVICES") == os.environ.get("CUDA_VISIBLE_DEVICES")
         assert not any(k.startswith("RAY_") and k not in os.environ for k in env)
     assert envs[0]["MASTER_PORT"] == envs[1]["MASTER_PORT"]
-    assert (envs[0]["DDLSCHED_GPUS"], envs[1]["DDLSCHED_GPUS"]) == ("0", "2,3")
+    # every worker sees all the job's GPUs (the launcher fills in the gang's), not its own
+    assert (envs[0]["DDLSCHED_GPUS"], envs[1]["DDLSCHED_GPUS"]) == ("0,2,3", "0,2,3")
     assert (run / "rank0.log").exists()
     # resources are released: the same GPUs take a new gang at once
     launcher.launch(1, specs)
     assert wait_exit(launcher, 1).exit_codes == (0, 0)
+
+
+def test_job_gpus_given_by_the_scheduler_are_kept(launcher, tmp_path):
+    specs = [
+        replace(w, job_gpus=(1, 3))
+        for w in gang(tmp_path, 5, DUMP_ENV, [(0, [1]), (1, [3])], args=(str(tmp_path),))
+    ]
+    launcher.launch(5, specs)
+    assert wait_exit(launcher, 5).exit_codes == (0, 0)
+    got = [json.loads((tmp_path / f"env{r}.json").read_text())["DDLSCHED_GPUS"] for r in (0, 1)]
+    assert got == ["1,3", "1,3"]
+
+
+def test_job_gpus_must_hold_the_workers_own(tmp_path):
+    (w,) = gang(tmp_path, 6, "pass", [(0, [0])])
+    with pytest.raises(ValueError, match=r"job_gpus \(1,\) lack its GPUs \[0\]"):
+        check_gang(CLUSTER, 6, [replace(w, job_gpus=(1,))])
+    assert [x.job_gpus for x in with_job_gpus(gang(tmp_path, 6, "pass", [(0, [1]), (0, [0])]))] == [
+        (0, 1),
+        (0, 1),
+    ]
 
 
 PROGRESS = (

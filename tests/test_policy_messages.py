@@ -4,6 +4,7 @@ run names the workload file, the job and the field."""
 
 from __future__ import annotations
 
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -119,3 +120,62 @@ def test_a_toy_profile_batch_too_large(tmp_path):
     jobs = toy_jobs("j,0,toy,1,4096\n", tmp_path)
     with pytest.raises(InputError, match=r"job 0 'j' \(toy\): batch 4096 on 1 replicas"):
         _check_batches(jobs, {"toy": toy_app()}, "toys")
+
+
+# ------------------------------------------------------------------ live: what live runs
+TRACE_LIVE = (
+    "gavel-fifo, gavel-fifo-perf, max-min-fairness, max-min-fairness-perf, "
+    "finish-time-fairness, finish-time-fairness-perf, min-total-duration-perf, "
+    "tiresias, fifo, sjf"
+)
+
+
+def _trace_jobs() -> list[JobSpec]:
+    trace = ModelProfile("trace", 0.0, 0.0, 0, 0.0, 0.0)
+    return [JobSpec(0, 0.0, 1, 0, trace, duration=10.0)]
+
+
+@pytest.mark.parametrize("service", [False, True])
+@pytest.mark.parametrize(
+    ("policy", "start"),
+    [
+        ("nosuch", "unknown policy 'nosuch'; policies for the trace (duration) jobs of this "
+         "workload: "),
+        ("pollux", "policy 'pollux' cannot run trace (duration) jobs, which this workload has: "
+         "it runs on application-profile jobs; policies for trace (duration) jobs: "),
+    ],
+    ids=["unknown", "other-kind"],
+)  # fmt: skip
+def test_live_lists_only_the_policies_live_runs_for_trace_jobs(policy, start, service):
+    """Live trace jobs (``ddlsched live``, ``ddlsched serve``) refuse the GPU-sharing
+    policies, so the message does not offer them."""
+    from ddlsched.api import build_simulator
+    from ddlsched.live.backend import LiveBackend
+    from ddlsched.live.engine import ServiceBackend
+
+    backend = (ServiceBackend if service else LiveBackend)(None)  # type: ignore[arg-type]
+    with pytest.raises(InputError) as e:
+        build_simulator(Cluster.homogeneous(1, 2), _trace_jobs(), policy, backend=backend)
+    text = str(e.value)
+    assert text.startswith(f"field 'policy': {start}{TRACE_LIVE}"), text
+    assert "sjf-ffs" not in text and "sjf-bsbf" not in text
+    assert str(pickle.loads(pickle.dumps(e.value))) == text  # e.g. from a sweep's workers
+    with pytest.raises(InputError, match="policy 'sjf-ffs' shares GPUs"):
+        build_simulator(Cluster.homogeneous(1, 2), _trace_jobs(), "sjf-ffs", backend=backend)
+
+
+def test_live_cli_says_it_in_one_line(tmp_path: Path, capsys):
+    import json
+
+    from ddlsched.cli import main
+
+    (tmp_path / "c.toml").write_text('name = "one"\n[[servers]]\nnum_gpus = 1\n')
+    cmd = json.dumps([sys.executable, "-c", "pass"])
+    jobs = f"[[jobs]]\njob_id = 0\narrival = 0\ngpus = 1\ncommand = {cmd}\nduration = 1.0\n"
+    (tmp_path / "j.toml").write_text(jobs)
+    out = tmp_path / "out"
+    args = ["live", "--local", "--cluster", str(tmp_path / "c.toml"), "--out", str(out)]
+    assert main([*args, "--workload", str(tmp_path / "j.toml"), "--policy", "tiresas"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "(did you mean 'tiresias'?)" in err
+    assert err.endswith(f"{TRACE_LIVE}; see `ddlsched list`\n") and not out.exists()

@@ -71,14 +71,14 @@ def build_simulator(
     if placement is not None and custom is None:
         _check_placement_applies(jobs, what, placement)  # type: ignore[arg-type]
     if custom is not None and isinstance(policy, str):
-        _check_user_kind(policy, job_kind(jobs) if backend is None else backend.job_kind)
+        _check_user_kind(policy, job_kind(jobs) if backend is None else backend.job_kind, backend)
     if backend is None:  # ``backend``: given by a caller that knows (``ddlsched live``)
         backend = _backend_for(jobs, policy if custom is None else custom, settings)
     backend.check(jobs, settings)
     if custom is None:
         # model jobs name the policy as given in a PolicyKindError, the others lower-cased
         named = str(policy) if backend.job_kind == MODEL_JOBS else str(what)
-        pol = backend.make_policy(_builtin(named, backend.job_kind), settings, placement)
+        pol = backend.make_policy(_builtin(named, backend.job_kind, backend), settings, placement)
     else:
         pol = custom
     scope = _scope(backend, jobs, what, placement, settings)
@@ -145,20 +145,30 @@ def job_kind(jobs: Sequence[JobSpec]) -> str:
     return pick_backend(jobs, None, Settings()).job_kind
 
 
-def _builtin(name: object, kind: str) -> Registered:
+def _builtin(name: object, kind: str, backend: Backend | None = None) -> Registered:
     """The registry entry of the built-in policy ``name`` for jobs of ``kind``
-    (``PolicyKindError`` if it is unknown or runs other kinds)."""
+    (``PolicyKindError`` if it is unknown or runs other kinds, listing the policies
+    ``backend`` runs)."""
     entry = policy_entry(name) if isinstance(name, str) else None
     if entry is None or not entry.builtin or kind not in entry.kinds:
-        raise PolicyKindError(str(name), kind)
+        raise PolicyKindError(str(name), kind, policies=_runnable(kind, backend))
     return entry
 
 
-def _check_user_kind(name: str, kind: str) -> None:
+def _runnable(kind: str, backend: Backend | None) -> tuple[str, ...] | None:
+    """The built-in policies for jobs of ``kind`` that ``backend`` runs (None: all of them)."""
+    if backend is None:
+        return None
+    names = policies_for(kind)
+    runs = tuple(n for n in names if backend.runs_policy(policy_entry(n)))  # type: ignore[arg-type]
+    return None if len(runs) == len(names) else runs
+
+
+def _check_user_kind(name: str, kind: str, backend: Backend | None = None) -> None:
     """A registered user policy declared for other job kinds is a ``PolicyKindError``."""
     entry = policy_entry(name)
     if entry is not None and not entry.builtin and kind not in entry.kinds:
-        raise PolicyKindError(name, kind)
+        raise PolicyKindError(name, kind, policies=_runnable(kind, backend))
 
 
 def run_scope(
@@ -222,10 +232,19 @@ def policies_for(kind: str) -> list[str]:
 
 class PolicyKindError(InputError):
     """A built-in policy that does not run this workload's kind of jobs, or an unknown name:
-    says which kinds the policy runs on and which policies run the workload."""
+    says which kinds the policy runs on and which policies run the workload (``policies``:
+    those the run's backend runs, e.g. live's; default: every built-in of ``kind``)."""
 
-    def __init__(self, name: str, kind: str, workload: str | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        workload: str | None = None,
+        policies: Sequence[str] | None = None,
+    ) -> None:
         self.name, self.kind, self.workload = name, kind, workload
+        self.policies = tuple(policies) if policies is not None else None
+        listed = ", ".join(self.policies if self.policies is not None else policies_for(kind))
         key = name.lower()
         entry = policy_entry(key)
         kinds = [k for k in (MODEL_JOBS, PROFILE_JOBS, TRACE_JOBS) if entry and k in entry.kinds]
@@ -234,22 +253,22 @@ class PolicyKindError(InputError):
             known = {n for k in (MODEL_JOBS, PROFILE_JOBS, TRACE_JOBS) for n in policies_for(k)}
             text = (
                 f"unknown policy '{name}'{suggest(key, sorted(known))}; policies for the "
-                f"{kind} of {which}: {', '.join(policies_for(kind))}; see `ddlsched list`"
+                f"{kind} of {which}: {listed}; see `ddlsched list`"
             )
         else:
             runs = " and ".join(k.replace(" jobs", "") for k in kinds) + " jobs"
             text = (
                 f"policy '{name}' cannot run {kind}, which {which} has: it runs on {runs}; "
-                f"policies for {kind}: {', '.join(policies_for(kind))}"
+                f"policies for {kind}: {listed}"
             )
         super().__init__(text, field="policy")
 
     def __reduce__(self) -> tuple:
-        return (PolicyKindError, (self.name, self.kind, self.workload))
+        return (PolicyKindError, (self.name, self.kind, self.workload, self.policies))
 
     def for_workload(self, workload: str) -> PolicyKindError:
         """The same error naming ``workload``."""
-        return PolicyKindError(self.name, self.kind, workload)
+        return PolicyKindError(self.name, self.kind, workload, self.policies)
 
 
 def simulate_named(

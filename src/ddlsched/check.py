@@ -115,6 +115,9 @@ class _Context:
     max_jobs_per_gpu: int | None = None
     #: an interrupted live run records only the jobs that finished
     partial: bool = False
+    #: ... written before such runs recorded max_jobs_per_gpu: its gpu_util also counted the
+    #: GPU time of the jobs still running at the interrupt
+    old_partial: bool = False
     #: jobs a live service's export may lack: cancelled, or failed before they ran
     absent_ok: frozenset[int] = frozenset()
 
@@ -414,6 +417,12 @@ def _context(
     cfg = config if isinstance(config, dict) else {}
     known = summary is not None  # no summary: reported as missing, no notes about it
     summary = summary or {}
+    ctx.partial = summary.get("interrupted") is True
+    if ctx.partial and known:
+        res.notes.append(_interrupted_note(cfg, summary))
+    # what a summary without a key is: an interrupted live run's (before they were recorded
+    # there too) or a run written before ddlsched recorded it
+    older = "an interrupted run" if ctx.partial else "an older run"
     elastic = summary.get("elastic")
     if isinstance(elastic, bool):
         ctx.elastic = elastic
@@ -425,7 +434,7 @@ def _context(
         )
     elif elastic is None and known:
         res.notes.append(
-            f"summary.json records no 'elastic' (an older run): taken as {ctx.elastic} "
+            f"summary.json records no 'elastic' ({older}): taken as {ctx.elastic} "
             "from the policy name"
         )
     limit = summary.get("max_jobs_per_gpu")
@@ -434,7 +443,7 @@ def _context(
     elif limit is None:
         if known:
             res.notes.append(
-                "summary.json records no 'max_jobs_per_gpu' (an older run): jobs per GPU not checked"
+                f"summary.json records no 'max_jobs_per_gpu' ({older}): jobs per GPU not checked"
             )
     else:
         res.violations.append(
@@ -442,7 +451,7 @@ def _context(
                 "malformed", f"'max_jobs_per_gpu' is {limit!r}, not an integer ≥ 0", "summary.json"
             )
         )
-    ctx.partial = summary.get("interrupted") is True
+    ctx.old_partial = ctx.partial and limit is None
     excused = [summary.get(k) for k in ("cancelled_job_ids", "failed_job_ids")]
     ctx.absent_ok = frozenset(
         i for ids in excused if isinstance(ids, list) for i in ids if isinstance(i, int)
@@ -452,6 +461,21 @@ def _context(
     elif cfg:  # (absent or broken: noted or reported already)
         _load_context(cfg, ctx, res)
     return ctx
+
+
+def _interrupted_note(cfg: Mapping, summary: Mapping) -> str:
+    """What an interrupted run records, in plain words."""
+    n = summary.get("num_jobs")
+    finished = f"the {n} job(s) that" if isinstance(n, int) and not isinstance(n, bool) else "jobs"
+    if cfg.get("service"):
+        return (
+            f"an export of a live service while jobs had not ended: it records {finished} "
+            "ended; the others are not checked"
+        )
+    return (
+        f"an interrupted run (Ctrl-C or SIGTERM; summary.json 'interrupted'): it records "
+        f"{finished} finished before the interrupt; the others are not checked"
+    )
 
 
 def _load_live_context(
@@ -854,7 +878,13 @@ def _check_summary(
                 )
             )
         held = got if held is None else held
-    if util is not None and held is not None and util > held + 1e-9:
+    if util is not None and held is not None and util > held + 1e-9 and ctx.old_partial:
+        res.notes.append(
+            f"gpu_util {_num(util)} exceeds the share of GPU time held by segments "
+            f"({_num(held)}): an interrupted run written before ddlsched left the GPU time of "
+            "the jobs still running at the interrupt out of it; not checked"
+        )
+    elif util is not None and held is not None and util > held + 1e-9:
         v(
             Violation(
                 "gpu-util",

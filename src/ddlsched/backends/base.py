@@ -55,6 +55,11 @@ class Backend:
     def check(self, jobs: Sequence[JobSpec], settings: Settings) -> None:
         """Checks of the jobs and settings made before the policy is looked up."""
 
+    def runs_policy(self, entry: Registered) -> bool:
+        """Whether this backend runs the built-in policy ``entry`` (one of its job kind): the
+        policies an unknown or wrong ``--policy`` error lists are those it runs."""
+        return True
+
     def make_policy(
         self, entry: Registered, settings: Settings, placement: str | None
     ) -> SchedulingPolicy:

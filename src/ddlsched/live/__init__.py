@@ -15,6 +15,16 @@ or returns its default. Typical use::
             save_checkpoint()
             raise SystemExit(0)  # any exit after a stop request is a preemption
 
+SIGTERM is the scheduler's stop request (sent together with the stop file). The client takes
+it over only once the program has shown that it polls: at its first ``should_stop()`` call (from
+the main thread) it installs a handler that records the request and then runs the handler that
+was in place (the program's own, installed before or after the import). Until then — and in a
+program that never calls ``should_stop()`` — SIGTERM does what it does without the client (by
+default the process ends at once, so a job that does not poll is not left running until the
+scheduler's grace period ends and it is killed). A handler the program installs after its first
+``should_stop()`` replaces the client's and is left alone (the stop file still reaches
+``should_stop()``). Importing the module changes no signal handler.
+
 This module imports only the standard library, so importing it costs nothing beyond the
 ``ddlsched`` package itself and it never pulls a heavy dependency into a training process.
 """
@@ -108,8 +118,9 @@ def local_rank() -> int:
 
 
 def gpus() -> list[int]:
-    """The cluster-wide GPU ids the policy gave the job (``DDLSCHED_GPUS``; empty outside
-    ddlsched). For the devices a process may use, read ``CUDA_VISIBLE_DEVICES``."""
+    """All the cluster-wide GPU ids the policy gave the job, sorted, the same list in every
+    worker (``DDLSCHED_GPUS``; rank R runs on the R-th; empty outside ddlsched). For the devices
+    a process may use, read ``CUDA_VISIBLE_DEVICES``."""
     out = []
     for part in os.environ.get(ENV_GPUS, "").split(","):
         part = part.strip()
@@ -218,8 +229,8 @@ def report(
 
 # ---------------------------------------------------------------------------------- stopping
 def _on_sigterm(signum: int, frame: Any) -> None:
-    """SIGTERM only records the request: the program checkpoints and exits at its next
-    should_stop(). A handler the program had installed before still runs."""
+    """SIGTERM (once the program polls) only records the request: the program checkpoints and
+    exits at its next should_stop(). The handler in place before ours still runs."""
     global _stop_requested
     _stop_requested = True
     if callable(_previous_handler):
@@ -227,7 +238,9 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 def _install_handler() -> None:
-    """Install the SIGTERM handler once (only possible from the main thread)."""
+    """Install the SIGTERM handler once, at the first should_stop() from the main thread (the
+    only thread that may), wrapping the handler in place then; never again, so a handler the
+    program installs later is left alone."""
     global _handler_installed, _previous_handler
     if _handler_installed or threading.current_thread() is not threading.main_thread():
         return
@@ -242,8 +255,8 @@ def should_stop() -> bool:
     exists): save a checkpoint and exit. Stays true once true. Cheap enough to call every step
     (the file is looked at no more than every 0.2 s).
 
-    Calling it installs the SIGTERM handler (the import already did under ddlsched), so after
-    the first call SIGTERM no longer ends the process by itself.
+    The first call (from the main thread) installs the SIGTERM handler: from then on SIGTERM
+    no longer ends the process by itself, it makes this return True (the module docstring).
     """
     global _stop_requested, _last_stop_check
     _install_handler()
@@ -289,7 +302,3 @@ def load_checkpoint(path: str | os.PathLike[str]) -> bytes | None:
             return f.read()
     except FileNotFoundError:
         return None
-
-
-if under_ddlsched():
-    _install_handler()

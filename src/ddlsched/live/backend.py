@@ -54,10 +54,13 @@ class LiveBackend(LiveParts, Backend):
     job_kind = TRACE_JOBS
     sections = {LIVE: ("policy",)}
 
+    def runs_policy(self, entry: Registered) -> bool:
+        return not entry.shares_gpus  # simulated trace jobs share GPUs; these processes do not
+
     def make_policy(
         self, entry: Registered, settings: Settings, placement: str | None
     ) -> SchedulingPolicy:
-        if entry.shares_gpus:  # simulated trace jobs share GPUs; these processes do not
+        if not self.runs_policy(entry):
             raise InputError(
                 f"policy {entry.name!r} shares GPUs, which live jobs without an `app` do not "
                 "(one job per GPU); give every job an `app` to run it",

@@ -19,7 +19,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol, Self
 
@@ -47,7 +47,9 @@ class WorkerSpec:
     DDLSCHED_CHECKPOINT_DIR, DDLSCHED_BATCH_SIZE, ...); the launcher adds RANK, WORLD_SIZE,
     LOCAL_RANK, MASTER_ADDR, MASTER_PORT, DDLSCHED_PROGRESS, DDLSCHED_STOP, DDLSCHED_GPUS and
     DDLSCHED_JOB_ID (these win over ``env``). ``gpu_share`` is the fraction of each listed GPU the
-    worker claims (0.5 when a sharing policy puts two jobs on a GPU)."""
+    worker claims (0.5 when a sharing policy puts two jobs on a GPU). ``job_gpus``: every global
+    GPU id of the job (``DDLSCHED_GPUS``); empty: the launchers fill in the gang's GPUs
+    (``with_job_gpus``)."""
 
     job_id: int
     rank: int
@@ -61,6 +63,7 @@ class WorkerSpec:
     log_path: str = "worker.log"
     run_dir: str = ""
     gpu_share: float = 1.0
+    job_gpus: tuple[int, ...] = ()
 
     @property
     def attempt_dir(self) -> Path:
@@ -143,6 +146,12 @@ def check_gang(cluster: Cluster, job_id: int, workers: Sequence[WorkerSpec]) -> 
         ]
         if bad:
             raise ValueError(f"job {job_id} rank {i}: GPUs {bad} are not on server {w.server}")
+        lack = sorted(set(w.gpus) - set(w.job_gpus)) if w.job_gpus else []
+        if lack:
+            raise ValueError(f"job {job_id} rank {i}: job_gpus {w.job_gpus} lack its GPUs {lack}")
+        bad = [g for g in w.job_gpus if not 0 <= g < cluster.num_gpus]
+        if bad:
+            raise ValueError(f"job {job_id} rank {i}: job_gpus {bad} are not GPUs of the cluster")
         if not w.command:
             raise ValueError(f"job {job_id} rank {i}: empty command")
         if not 0 < w.gpu_share <= 1:
@@ -181,6 +190,13 @@ class Capacity:
         return self._free[server]
 
 
+def with_job_gpus(workers: Sequence[WorkerSpec]) -> list[WorkerSpec]:
+    """The gang with ``job_gpus`` set where it is empty: every GPU of the gang, sorted (the
+    policy's choice for the job, which each worker sees in ``DDLSCHED_GPUS``)."""
+    every = tuple(sorted({g for w in workers for g in w.gpus}))
+    return [w if w.job_gpus else replace(w, job_gpus=every) for w in workers]
+
+
 # ---------------------------------------------------------------------- environment
 def worker_env(
     spec: WorkerSpec,
@@ -200,7 +216,7 @@ def worker_env(
         MASTER_ADDR=master_addr,
         MASTER_PORT=str(master_port),
         DDLSCHED_JOB_ID=str(spec.job_id),
-        DDLSCHED_GPUS=",".join(str(g) for g in spec.gpus),
+        DDLSCHED_GPUS=",".join(str(g) for g in spec.job_gpus or spec.gpus),
         DDLSCHED_PROGRESS=str(Path(spec.cwd, spec.progress_path).absolute()),
         DDLSCHED_STOP=str(Path(spec.cwd, spec.stop_path).absolute()),
     )
@@ -457,6 +473,7 @@ class LocalLauncher(LauncherBase):
         check_gang(self._cluster, job_id, workers)
         if job_id in self._jobs:
             raise LaunchError(f"job {job_id} is already running")
+        workers = with_job_gpus(workers)
         want = claims(workers)
         self._capacity.take(job_id, want)
         port = free_port(self._addr)

@@ -33,6 +33,7 @@ from .launch import (
     claims,
     free_port,
     stop_gang,
+    with_job_gpus,
     worker_env,
 )
 
@@ -232,6 +233,7 @@ class RayLauncher(LauncherBase):
         check_gang(self._cluster, job_id, workers)
         if job_id in self._jobs:
             raise LaunchError(f"job {job_id} is already running")
+        workers = with_job_gpus(workers)
         want = claims(workers)
         self._capacity.take(job_id, want)
         pg = placement_group([self._bundle_of(w.server, w.claim) for w in workers], strategy="PACK")

@@ -11,8 +11,9 @@ and the interrupt is re-raised (exit 130 / 143).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import __version__
@@ -118,6 +119,7 @@ def run_live(
             raise InputError("give --cluster (or --ray-address to use a Ray cluster's GPUs)")
         cluster = load_cluster(cfg.cluster)
         check_fits(jobs, cluster, cfg.jobs)
+    cfg = replace(cfg, launcher=resolve_launcher(cfg.launcher, cfg.ray_address))
     profiled = any(j.app for j in jobs)  # application-profile jobs (every job, then)
     specs = to_profile_specs(jobs, cfg.time_scale) if profiled else to_specs(jobs, cfg.time_scale)
     record = cfg.record()
@@ -158,8 +160,8 @@ def run_live(
                 interrupted = e
                 stopped = executor.stop_all()
                 log.write(sim.now, "interrupted", stopped=stopped)
-                res = build_result(cluster, [], 0.0)
-            res = finished_only(res, cluster, sim, executor)
+                res = interrupted_result(sim)
+            res = finished_only(res, cluster, sim, executor, interrupted is not None)
             res.summary.update(executor.summary())
             res.summary["interrupted"] = interrupted is not None
             log.close()
@@ -172,27 +174,53 @@ def run_live(
     return res, False
 
 
-def finished_only(res: SimResult, cluster: Cluster, sim: object, executor: object) -> SimResult:
+def finished_only(
+    res: SimResult, cluster: Cluster, sim: object, executor: object, interrupted: bool = False
+) -> SimResult:
     """The run's result over the jobs that finished: a failed job's JCT is no JCT, so it is
     left out of jobs.csv, segments.csv and the averages (``failed_job_ids`` names it; the GPU
-    time it held still counts in ``gpu_util``). The engine's own summary keys are kept."""
+    time it held still counts in ``gpu_util``; of an interrupted run only the finished jobs'
+    segments count, see ``interrupted_result``). The engine's own summary keys are kept."""
     from dataclasses import replace
 
     from ..core.protocols import AloneTimes
+    from ..core.results import gpu_held_seconds
 
     runs = executor.runs  # type: ignore[attr-defined]
     done = [j for j in sim.jobs if j.finish is not None and runs[j.job_id].finished]  # type: ignore[attr-defined]
     engine_ex = sim.executor  # type: ignore[attr-defined]
     alone = engine_ex.alone_time if isinstance(engine_ex, AloneTimes) and done else None
+    busy = executor.busy_gpu_seconds()  # type: ignore[attr-defined]
+    if interrupted:
+        busy = gpu_held_seconds(build_result(cluster, done, 0.0).segments)
     try:
-        out = build_result(cluster, done, executor.busy_gpu_seconds(), alone)  # type: ignore[attr-defined]
+        out = build_result(cluster, done, busy, alone)
     except NotImplementedError:
-        out = build_result(cluster, done, executor.busy_gpu_seconds())  # type: ignore[attr-defined]
+        out = build_result(cluster, done, busy)
     fairness = {"avg_ftf_rho", "max_ftf_rho", "jain_index"}
     for key, value in res.summary.items():
         if key not in fairness or out.fairness:
             out.summary.setdefault(key, value)
     return replace(out, resolved=dict(res.resolved))
+
+
+def interrupted_result(sim) -> SimResult:  # noqa: ANN001 - the run's RealtimeSimulator
+    """The result of an interrupted run: the jobs that finished, what the run allowed
+    (``max_jobs_per_gpu``, ``elastic``, as a completed run records them for ``ddlsched
+    check``), and as busy time the GPU time their segments held: the jobs still running at the
+    interrupt are in neither jobs.csv nor segments.csv, so their GPU time is not in
+    ``gpu_util`` either (it was, and the run then failed ``check``)."""
+    from ..core.protocols import Elastic
+    from ..core.results import gpu_held_seconds
+
+    done = [j for j in sim.jobs if j.finish is not None]
+    segments = build_result(sim.cluster, done, 0.0).segments
+    res = build_result(sim.cluster, done, gpu_held_seconds(segments))
+    res.summary["max_jobs_per_gpu"] = int(sim.max_jobs_per_gpu or 0)
+    elastic = isinstance(sim.policy, Elastic) and sim.policy.elastic
+    resized = any(len(s.gpus) != j.num_gpus for j in done for s in j.segments)
+    res.summary["elastic"] = bool(elastic or resized)
+    return res
 
 
 def write_measured(rows: list[dict[str, object]], path: Path) -> None:
@@ -215,9 +243,45 @@ def write_measured(rows: list[dict[str, object]], path: Path) -> None:
     write_file(path, buf.getvalue().encode("utf-8"))
 
 
+def ray_missing() -> str | None:
+    """Why Ray cannot be used in this environment (``Ray is not installed``, the default
+    install has no Ray), or None when it imports."""
+    try:
+        import ray  # noqa: F401
+    except ImportError as e:
+        if e.name == "ray":
+            return "Ray is not installed"
+        return f"Ray cannot be imported ({e})"
+    return None
+
+
+def _note(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def resolve_launcher(kind: str, ray_address: str | None, say: Callable[[str], None] = _note) -> str:
+    """The launcher a live run or service will use: ``kind``, except that a private Ray
+    (``--cluster``, the default) falls back to ``local`` subprocesses when Ray cannot be
+    imported, saying so in one note line; ``--ray-address`` without Ray is an ``InputError``."""
+    if kind != "ray":
+        return kind
+    why = ray_missing()
+    if why is None:
+        return kind
+    if ray_address:
+        raise InputError(f"--ray-address needs Ray: {why} (pip install 'ddlsched[ray]')")
+    say(
+        f"ddlsched: note: {why}; running the jobs as local subprocesses "
+        "(pip install 'ddlsched[ray]' for Ray)"
+    )
+    return "local"
+
+
 def make_launcher(kind: str, ray_address: str | None, cluster: Cluster | None):  # noqa: ANN201
     """The launcher of a live run or service: ``local`` subprocesses on ``cluster``, else Ray
-    (joined at ``ray_address``, or a private instance with ``cluster``'s logical GPUs)."""
+    (joined at ``ray_address``, or a private instance with ``cluster``'s logical GPUs; without
+    Ray: local subprocesses, see ``resolve_launcher``)."""
+    kind = resolve_launcher(kind, ray_address)
     if kind == "local":
         from .launch import LocalLauncher
 

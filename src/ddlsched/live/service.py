@@ -32,7 +32,7 @@ from .executor import EventLog
 from .export import SERVICE_FILE
 from .history import histories, origin_of
 from .launch import descendants, end_process_group, process_start_time
-from .run import check_fits, make_launcher, to_specs
+from .run import check_fits, make_launcher, resolve_launcher, to_specs
 from .store import ENDED, JobStore, StoredJob
 
 __all__ = ["DEFAULT_LISTEN", "ServeConfig", "Service", "parse_listen"]
@@ -223,6 +223,7 @@ class Service:
         if cfg.ray_address is None and not cfg.cluster:
             raise InputError("give --cluster (or --ray-address to use a Ray cluster's GPUs)")
         cluster = load_cluster(cfg.cluster) if cfg.cluster and not cfg.ray_address else None
+        self.cfg = cfg = replace(cfg, launcher=resolve_launcher(cfg.launcher, cfg.ray_address))
         self._lock()
         self.store = store = JobStore(self.state)
         launcher = None
