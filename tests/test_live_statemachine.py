@@ -13,10 +13,12 @@ Invariants after every step:
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 
 import hypothesis.strategies as st
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
@@ -256,3 +258,46 @@ LiveMachine.TestCase.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 TestLiveStateMachine = LiveMachine.TestCase
+
+
+def test_first_report_is_logged_once_per_attempt_even_after_a_silent_attempt(tmp_path) -> None:
+    """An attempt stopped before it reported, then one that reports twice: one
+    ``first_report`` for the second, and its start-up measured from its own launch (the GPU
+    trial logged two first reports for such an attempt)."""
+    from ddlsched.live.executor import EventLog
+
+    cluster = Cluster.homogeneous(1, 1)
+    jobs = [LiveJob(job_id=0, arrival=0.0, gpus=1, command=("x",))]
+    launcher = FakeLauncher(cluster)
+    clock = [0.0]
+    log = EventLog(tmp_path / "events.jsonl")
+    ex = LiveExecutor(launcher, {0: jobs[0]}, tmp_path, grace=5.0, log=log)
+    sim = RealtimeSimulator(
+        cluster, to_specs(jobs, 1.0), GreedyFifo(), ex, clock=lambda: clock[0], sleep=lambda s: None
+    )
+    sim._t0 = 0.0
+    sim.at(0.0, sim._arrive, sim.jobs[0])
+    machine = LiveMachine.__new__(LiveMachine)
+    machine.sim, machine.ex, machine.launcher = sim, ex, launcher
+    machine.clock = 0.0
+
+    def at(t: float) -> None:
+        clock[0] = machine.clock = t
+        LiveMachine.step(machine)
+
+    at(0.0)
+    job = sim.jobs[0]
+    at(1.0)
+    sim.preempt(job)  # stopped before any report
+    launcher.exit(0, -15, done=False)
+    at(1.2)  # stopped; fifo starts it again
+    assert ex.runs[0].current is not None and ex.runs[0].current.number == 1
+    launcher.gangs[0].progress = {"time": 10.0, "step": 0}
+    at(3.0)
+    launcher.gangs[0].progress = {"time": 11.0, "step": 5}
+    at(4.0)
+    log.close()
+    events = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines()]
+    firsts = [e for e in events if e["event"] == "first_report"]
+    assert [(e["attempt"], e["step"]) for e in firsts] == [(1, 0)]
+    assert ex.summary()["mean_startup_s"] == pytest.approx(3.0 - 1.2)

@@ -98,6 +98,8 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
     local_batch = max(1, batch // world)
     ckpt_dir = args.checkpoint_dir or live.checkpoint_dir()
     ckpt = Path(ckpt_dir) / CHECKPOINT_NAME if ckpt_dir else None
+    if ckpt is not None and rank == 0:
+        ckpt.parent.mkdir(parents=True, exist_ok=True)
 
     torch.manual_seed(args.seed)
     x, y = make_data(args.seed)
@@ -107,7 +109,9 @@ def train(args: argparse.Namespace, rank: int, world: int, device: torch.device)
     step = samples = 0
     data = live.load_checkpoint(ckpt) if ckpt is not None else None
     if data is not None:
-        state = torch.load(io.BytesIO(data), map_location=device, weights_only=False)
+        # on the CPU: the generator state must stay a CPU ByteTensor (load_state_dict moves
+        # the weights and the optimizer state to the model's device)
+        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=False)
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         g.set_state(state["generator"])

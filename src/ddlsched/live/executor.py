@@ -105,6 +105,14 @@ class Attempt:
     restart: bool = False
     ended: float | None = None
     exit_codes: tuple[int | None, ...] = ()
+    #: engine time of its first progress report, and the step it reported
+    first_report: float | None = None
+    first_step: object = None
+
+    @property
+    def startup(self) -> float | None:
+        """Seconds from the launch to the first progress report (None: it never reported)."""
+        return None if self.first_report is None else self.first_report - self.launched
 
     @property
     def live(self) -> bool:
@@ -127,8 +135,6 @@ class LiveRun:
     current: Attempt | None = None
     history: list[Attempt] = field(default_factory=list)
     progress: dict | None = None  # the last report of rank 0
-    first_step: list[object] = field(default_factory=list)  # first reported step per attempt
-    startup: list[float] = field(default_factory=list)  # seconds from launch to first report
     #: seconds from each stop request to the exit of the attempt's last process
     stop_seconds: list[float] = field(default_factory=list)
     #: the current attempt's first and latest report: (job's unix time, step)
@@ -495,10 +501,10 @@ class LiveExecutor:
     def _progress(self, job: JobState, r: LiveRun, p: JobPoll) -> None:
         if p.progress is None or p.progress == r.progress:
             return
-        if len(r.first_step) <= r.attempt:
-            r.first_step.append(p.progress.get("step"))
-            r.startup.append(self.sim.now - r.since)
-            self._event("first_report", job, attempt=r.attempt, step=p.progress.get("step"))
+        a = r.current
+        if a is not None and a.first_report is None:
+            a.first_report, a.first_step = self.sim.now, p.progress.get("step")
+            self._event("first_report", job, attempt=a.number, step=a.first_step)
         r.progress = p.progress
         t, step = p.progress.get("time"), p.progress.get("step")
         if isinstance(t, (int, float)) and isinstance(step, int):
@@ -589,7 +595,7 @@ class LiveExecutor:
                 (a.stop_asked if a.stop_asked is not None else a.ended or a.launched) - a.launched
                 for a in r.history
             )
-            duration = ran - sum(r.startup[1:])
+            duration = ran - sum(a.startup or 0.0 for a in r.history if a.number > 0)
             rows.append(
                 {
                     "arrival": job.arrival,
@@ -604,8 +610,9 @@ class LiveExecutor:
         """Extra ``summary.json`` keys of a live run."""
         failed = sorted(i for i, r in self.runs.items() if r.failed)
         restarts = sum(max(r.attempt, 0) for r in self.runs.values())
-        startups = [s for r in self.runs.values() for s in r.startup]
-        restart = [s for r in self.runs.values() for s in r.startup[1:]]
+        attempts = [a for r in self.runs.values() for a in r.history if a.startup is not None]
+        startups = [a.startup for a in attempts]
+        restart = [a.startup for a in attempts if a.number > 0]
         stops = [s for r in self.runs.values() for s in r.stop_seconds]
         return {
             "failed_jobs": len(failed),
