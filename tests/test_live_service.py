@@ -83,7 +83,7 @@ class Svc:
                 raise AssertionError(f"serve exited {self.proc.returncode}: {self.log.read_text()}")
             try:
                 doc = json.loads(endpoint.read_text())
-                if doc["pid"] == self.proc.pid:
+                if doc["pid"] == self.proc.pid and doc.get("ready", True):
                     self.url = doc["url"]
                     return self
             except (OSError, ValueError, KeyError):

@@ -65,3 +65,50 @@ def test_lost_actor_requeues_and_kill9_on_ray_ends_every_job_once(home) -> None:
     checked = cli(path, "check", "run")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert _wait_gone(lambda: _ray_pids() - before, timeout=30) == []
+
+
+def test_the_api_answers_starting_before_ray_is_up(home) -> None:  # noqa: F811
+    """The HTTP API listens from the first second: 503 "starting" (with Retry-After) while the
+    private Ray and recovery come up, then the usual answers (issue #26: clients read "no
+    ddlsched service answers" for 20–50 s)."""
+    import json
+    import subprocess
+    import sys
+
+    from test_live_service import SRC, Svc
+
+    path, _tag, started = home
+    svc = Svc(path, path / "state", ray=True)
+    started.append(svc)
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    t0 = time.monotonic()
+    with open(svc.log, "ab") as out:
+        svc.proc = subprocess.Popen(
+            [sys.executable, "-m", "ddlsched.cli", "serve", "--cluster", "tiny", "--state",
+             str(svc.state), "--listen", "127.0.0.1:0", "--policy", "fifo"],
+            cwd=path, env=env, stdout=out, stderr=out,
+        )  # fmt: skip
+    endpoint = svc.state / "endpoint.json"
+    doc: dict = {}
+    while time.monotonic() - t0 < 30:
+        try:
+            doc = json.loads(endpoint.read_text())
+            if doc["pid"] == svc.proc.pid:
+                break
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.05)
+    listening = time.monotonic() - t0
+    assert doc.get("pid") == svc.proc.pid, svc.log.read_text()
+    svc.url = doc["url"]
+    if not doc["ready"]:
+        status, body = svc.call("GET", "/jobs")
+        if status == 503:  # still starting (Ray takes seconds): the answer says so
+            assert "starting" in body["error"], body
+    assert listening < 10, listening  # a Python start-up and the store: seconds, not Ray's
+    deadline = time.monotonic() + 60
+    while not json.loads(endpoint.read_text()).get("ready"):
+        assert time.monotonic() < deadline, svc.log.read_text()
+        time.sleep(0.1)
+    status, body = svc.call("GET", "/jobs")
+    assert status == 200, body

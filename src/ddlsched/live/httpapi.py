@@ -2,7 +2,8 @@
 threading HTTP server. Every answer is JSON (``/`` is the status page, ``/metrics`` the
 Prometheus text); every error is ``{"error": "one line"}`` with its status: 400 bad request or
 job, 401 no or wrong token, 404 unknown path or job, 405 wrong method, 409 illegal state change,
-411 no length, 413 body too large, 503 draining. A request never stops the service."""
+411 no length, 413 body too large, 503 draining or still starting (the API listens from the
+first second; the launcher, recovery and engine come up behind it). A request never stops the service."""
 
 from __future__ import annotations
 
@@ -129,6 +130,9 @@ class _Handler(BaseHTTPRequestHandler):
             if not self._authorised(query):
                 raise _Refused(401, "missing or wrong token (send 'Authorization: Bearer TOKEN')",
                                {"WWW-Authenticate": "Bearer"})  # fmt: skip
+            if not self.service.ready:
+                raise _Refused(503, "the service is starting (launcher, recovery); try again "
+                               "in a moment", {"Retry-After": "1"})  # fmt: skip
             route = _ROUTES.get(_route_key(url.path))
             if route is None:
                 raise _Refused(404, f"no such resource {url.path[:100]!r}")

@@ -110,6 +110,9 @@ class Service:
         self.state = Path(cfg.state)
         self.inbox: queue.Queue[tuple[str, Any]] = queue.Queue()
         self.draining = False
+        #: False until Ray (or the local launcher), recovery and the engine are up: the HTTP
+        #: API answers from the first second, with 503 "starting" until then
+        self.ready = False
         self.url = ""
         self.cluster: Cluster | None = None
         self.sim: ServiceSimulator | None = None
@@ -231,6 +234,9 @@ class Service:
         stop = threading.Event()
         previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
+            server = start_server(self)  # answers 503 "starting" until ready
+            self.url = f"http://{_url_host(self.host)}:{server.server_address[1]}"
+            self._write_endpoint()
             gone = sum(_end_process(pid, start) for pid, start in self._read_helpers())
             if gone:
                 self.say(f"ddlsched serve: ended {gone} helper process(es) a crashed service left")
@@ -264,8 +270,7 @@ class Service:
                 f"ddlsched serve: error: the policy failed ({text}); no job starts until the "
                 "service is restarted with a working policy"
             )
-            server = start_server(self)
-            self.url = f"http://{_url_host(self.host)}:{server.server_address[1]}"
+            self.ready = True
             self._write_endpoint()
 
             def on_signal(signum: int, frame: object) -> None:
@@ -329,7 +334,7 @@ class Service:
     def _write_endpoint(self) -> None:
         from ..core.results import atomic_write_bytes
 
-        doc = {"url": self.url, "pid": os.getpid(), "version": __version__}
+        doc = {"url": self.url, "pid": os.getpid(), "version": __version__, "ready": self.ready}
         atomic_write_bytes(self.state / ENDPOINT_FILE, (json.dumps(doc) + "\n").encode())
 
     # ------------------------------------------------------------------ for the HTTP threads
