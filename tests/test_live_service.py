@@ -98,6 +98,8 @@ class Svc:
         hdrs = dict(headers or {})
         if self.token and "Authorization" not in hdrs:
             hdrs["Authorization"] = f"Bearer {self.token}"
+        if (body is not None or raw is not None) and "Content-Type" not in hdrs:
+            hdrs["Content-Type"] = "application/json"
         data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
         try:
             conn.request(method, path, body=data, headers=hdrs)
@@ -363,6 +365,7 @@ def test_malformed_requests_get_one_line_errors_and_the_service_keeps_running(ho
     path, tag, _ = home
     token = "s3cret-token-0123456789"
     (path / "token").write_text(token + "\n")
+    (path / "token").chmod(0o600)
     svc = serve(home, "--token-file", "token", token=token)
     cases = [
         ("POST", "/jobs", b"{not json", {}, 400, "not valid JSON"),
@@ -393,6 +396,7 @@ def test_malformed_requests_get_one_line_errors_and_the_service_keeps_running(ho
         conn = http.client.HTTPConnection(host, int(port), timeout=10)
         conn.putrequest("POST", "/jobs")
         conn.putheader("Authorization", f"Bearer {token}")
+        conn.putheader("Content-Type", "application/json")
         if length is not None:
             conn.putheader("Content-Length", length)
         conn.endheaders()
@@ -441,9 +445,16 @@ def test_bad_starts_are_refused_with_one_line(home) -> None:
               "--listen", "0.0.0.0:0")  # fmt: skip
     assert out.returncode == 2 and "needs --token-file" in out.stderr
     (path / "short").write_text("abc")
+    (path / "short").chmod(0o600)
     out = cli(path, "serve", "--cluster", "tiny", "--local", "--policy", "fifo", "--state", "s",
               "--token-file", "short")  # fmt: skip
     assert out.returncode == 2 and "at least 16 characters" in out.stderr
+    (path / "open").write_text("a-long-enough-token-0123456789")
+    (path / "open").chmod(0o644)  # issue #27: a token others can read is no secret
+    out = cli(path, "serve", "--cluster", "tiny", "--local", "--policy", "fifo", "--state", "s",
+              "--token-file", "open")  # fmt: skip
+    assert out.returncode == 2 and "readable by others" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
     svc = serve(home)
     second = cli(path, "serve", "--cluster", "tiny", "--local", "--policy", "fifo",
                  "--state", "state", "--listen", "127.0.0.1:0")  # fmt: skip
@@ -495,6 +506,7 @@ def test_status_page_in_chromium_shows_the_real_service(home) -> None:
     path, tag, _ = home
     token = "page-token-0123456789abcdef"
     (path / "token").write_text(token)
+    (path / "token").chmod(0o600)
     svc = serve(home, "--token-file", "token", token=token)
     (failed,) = svc.submit(job(tag, mode="fail", max_restarts=0))
     svc.wait_ended([failed])

@@ -1,8 +1,9 @@
 """The service's HTTP/JSON API (docs/live.md, "The service's API"), on the standard library's
 threading HTTP server. Every answer is JSON (``/`` is the status page, ``/metrics`` the
 Prometheus text); every error is ``{"error": "one line"}`` with its status: 400 bad request or
-job, 401 no or wrong token, 404 unknown path or job, 405 wrong method, 409 illegal state change,
-411 no length, 413 body too large, 503 draining or still starting (the API listens from the
+job, 401 no or wrong token, 403 another origin or Host (or a CORS preflight), 404 unknown path
+or job, 405 wrong method, 409 illegal state change, 411 no length, 413 body too large, 415 a
+body that is not JSON, 503 draining or still starting (the API listens from the
 first second; the launcher, recovery and engine come up behind it). A request never stops the service."""
 
 from __future__ import annotations
@@ -88,16 +89,41 @@ class _Handler(BaseHTTPRequestHandler):
     def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         self._json(status, {"error": one_line(message)}, headers)
 
-    def _authorised(self, query: dict[str, list[str]]) -> bool:
+    def _authorised(self, path: str, query: dict[str, list[str]]) -> bool:
+        """The token (when the service has one) in ``Authorization: Bearer TOKEN`` (the
+        scheme in any case, RFC 7235); ``?token=`` only opens the read-only status page."""
         token = self.service.token
         if token is None:
             return True
-        given = self.headers.get("Authorization", "")
-        if given.startswith("Bearer "):
-            given = given[len("Bearer ") :].strip()
-        else:
-            given = (query.get("token") or [""])[0]
-        return hmac.compare_digest(given.encode("utf-8", "replace"), token.encode("utf-8"))
+        scheme, _, given = self.headers.get("Authorization", "").strip().partition(" ")
+        if scheme.lower() != "bearer":
+            given = ""
+            if self.command in ("GET", "HEAD") and path == "/":
+                given = (query.get("token") or [""])[0]
+        return hmac.compare_digest(given.strip().encode("utf-8", "replace"), token.encode("utf-8"))
+
+    def _web_safe(self) -> None:
+        """What a hostile web page could send (docs/live.md "Security model"): a CORS
+        preflight (refused: no other origin may call), another ``Origin``, a ``Host`` that is
+        not an address this service listens on (DNS rebinding), a write whose body is not
+        ``application/json`` (a form or a no-cors ``fetch`` cannot send that type)."""
+        if self.command == "OPTIONS":
+            raise _Refused(403, "cross-origin requests are not accepted (no CORS)")
+        svc = self.service
+        host = self.headers.get("Host")
+        if not svc.host_allowed(host):
+            raise _Refused(403, f"Host {str(host)[:100]!r} is not an address this service "
+                                "listens on")  # fmt: skip
+        origin = self.headers.get("Origin")
+        if origin is not None and origin not in svc.origins():
+            raise _Refused(403, f"requests from origin {origin[:100]!r} are refused")
+        if self.headers.get("Sec-Fetch-Site", "").lower() == "cross-site":
+            raise _Refused(403, "cross-site requests are refused")
+        if self.command in ("POST", "PUT", "PATCH"):
+            ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+            if ctype != "application/json":
+                raise _Refused(415, "a request body must be JSON (Content-Type: "
+                                    "application/json)")  # fmt: skip
 
     def _body(self) -> Any:
         length = self.headers.get("Content-Length")
@@ -127,7 +153,8 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         query = parse_qs(url.query)
         try:
-            if not self._authorised(query):
+            self._web_safe()
+            if not self._authorised(url.path, query):
                 raise _Refused(401, "missing or wrong token (send 'Authorization: Bearer TOKEN')",
                                {"WWW-Authenticate": "Bearer"})  # fmt: skip
             if not self.service.ready:
@@ -153,7 +180,7 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as e:  # noqa: BLE001 - a request never stops the service
             self._error(500, f"internal error: {type(e).__name__}: {e}")
 
-    do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_HEAD = _dispatch
+    do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_HEAD = do_OPTIONS = _dispatch
 
     # ------------------------------------------------------------------ routes
     def jobs(self, method: str, path: str, query: dict[str, list[str]]) -> None:

@@ -65,6 +65,15 @@ def read_token(path: str) -> str:
         raise InputError(f"cannot read the token file: {e.strerror}", source=path) from None
     except UnicodeDecodeError:
         raise InputError("the token file is not UTF-8 text", source=path) from None
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        raise InputError(f"cannot read the token file: {e.strerror}", source=path) from None
+    if mode & 0o077:
+        raise InputError(
+            f"the token file is readable by others (mode {mode & 0o777:o}): chmod 600 it",
+            source=path,
+        )
     if len(token) < 16 or any(c.isspace() for c in token):
         raise InputError("the token must be at least 16 characters, no white space",
                          source=path)  # fmt: skip
@@ -338,6 +347,32 @@ class Service:
         atomic_write_bytes(self.state / ENDPOINT_FILE, (json.dumps(doc) + "\n").encode())
 
     # ------------------------------------------------------------------ for the HTTP threads
+    def host_names(self) -> set[str]:
+        """The ``Host`` values a request may carry: the listening address and, on loopback,
+        its usual names, each with the port (and without it for port 80)."""
+        port = self.url.rsplit(":", 1)[-1] if self.url else str(self.port)
+        names = {self.host, _url_host(self.host)}
+        if self.host in _LOOPBACK:
+            names |= {"localhost", "127.0.0.1", "[::1]"}
+        out = {f"{n}:{port}" for n in names}
+        if port == "80":
+            out |= names
+        return {n.lower() for n in out}
+
+    def host_allowed(self, host: str | None) -> bool:
+        """Whether a request's ``Host`` names this service (DNS rebinding: a hostile name
+        resolving to 127.0.0.1 is refused). On a non-loopback address (a token is required
+        there) any name is accepted: the clients' names for the machine are not known."""
+        if host is None:
+            return False
+        if self.host not in _LOOPBACK and self.token is not None:
+            return True
+        return host.strip().lower() in self.host_names()
+
+    def origins(self) -> set[str]:
+        """The service's own origins (its status page's requests carry one of them)."""
+        return {f"http://{h}" for h in self.host_names()}
+
     def busy_gpus(self) -> int:
         """GPUs held by running jobs, from the store."""
         assert self.store is not None
