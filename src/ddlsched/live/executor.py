@@ -63,6 +63,16 @@ FINISHED, STOPPED, CRASHED, CANCELLED, LOST_STATE = (
 PREEMPT, CANCEL, HUNG, INTERRUPT = "preempt", "cancel", "hung", "interrupt"
 
 
+#: seconds before a crashed job's first restart; doubled at every further failure, at most
+#: ``BACKOFF_MAX`` (a job that always fails cannot restart in a tight loop)
+BACKOFF_FIRST, BACKOFF_MAX = 1.0, 60.0
+
+
+def restart_backoff(failures: int) -> float:
+    """Seconds to wait before restarting a job that has failed ``failures`` times (≥ 1)."""
+    return min(BACKOFF_FIRST * 2.0 ** max(failures - 1, 0), BACKOFF_MAX)
+
+
 class EventLog:
     """``events.jsonl`` of a live run: one JSON object per line (time, event, job, …),
     flushed per line so that a crash keeps what happened."""
@@ -374,13 +384,30 @@ class LiveExecutor:
         else:
             again = self.record_crash(job, r, f"exit codes {codes}")
         a.state = CRASHED
-        if again:
-            self._event("crashed", job, exit_codes=codes, failures=r.failures)
-            self._launch(job, r)  # restart in place, from its checkpoint
+        if again:  # restart in place, from its checkpoint, once the back-off is over
+            wait = restart_backoff(r.failures)
+            self._event("crashed", job, exit_codes=codes, failures=r.failures, retry_in=wait)
+            self.sim.at(self.sim.now + wait, self._relaunch, job.job_id, a.number)
         else:
             r.failed = True
             self._event("failed", job, exit_codes=codes, failures=r.failures)
             self._done(job)  # ends the job; recorded in summary `failed_jobs`
+
+    def _relaunch(self, job_id: int, number: int) -> None:
+        """The back-off after attempt ``number`` crashed is over: start the next attempt on
+        the same GPUs, unless the job has moved on (preempted, cancelled) meanwhile."""
+        r = self.runs.get(job_id)
+        job = self._states.get(job_id)
+        if r is None or job is None or r.current is None or r.current.number != number:
+            return
+        if r.current.state != CRASHED or self.sim.running.get(job_id) is not job:
+            return
+        if job_id in self.sim.launch_pending:
+            return
+        try:
+            self._launch(job, r)
+        except Exception as e:  # noqa: BLE001 - this job's trouble only
+            self._job_error(job_id, r, e)
 
     def _finish(self, job: JobState, r: LiveRun, a: Attempt, during: str | None = None) -> None:
         a.state = FINISHED

@@ -31,6 +31,7 @@ from ..paths import read_text
 
 __all__ = [
     "FIELDS",
+    "MAX_RESTARTS",
     "REQUIRED_FIELDS",
     "LiveJob",
     "check_commands",
@@ -62,6 +63,9 @@ class LiveJob:
     line: int | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
+#: The most restarts after failures a job may ask for (each failed attempt waits longer,
+#: ``live.executor.restart_backoff``): a job that always fails ends within hours, not never.
+MAX_RESTARTS = 100
 #: Fields every job must give (``job_id`` defaults to the job's position in the file, from 0).
 REQUIRED_FIELDS: tuple[str, ...] = ("arrival", "gpus", "command")
 #: Every field of a job, in the order of the CSV columns.
@@ -175,7 +179,40 @@ def _command(value: Any, where: _Where) -> tuple[str, ...]:
         raise where.error("the program name (first argument) is empty", "command")
     if any("\x00" in arg for arg in argv):
         raise where.error("contains a NUL character", "command")
+    for i, arg in enumerate(argv):
+        if not _utf8(arg):
+            raise where.error(f"argument {i} is not valid text (a lone surrogate)", "command")
     return tuple(argv)
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` can be passed to a program (UTF-8 encodable: no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _checkpoint_dir(value: str, where: _Where) -> str:
+    """A checkpoint directory a job may ask for: text without NUL, and a path whose existing
+    part is directories (a file on the way, as ``/etc/passwd/x``, can never be created)."""
+    if "\x00" in value or not _utf8(value):
+        raise where.error("contains a NUL character or a lone surrogate", "checkpoint_dir")
+    if not value.strip():
+        raise where.error("is empty", "checkpoint_dir")
+    path = Path(value)
+    for part in (path, *path.parents):
+        try:
+            if part.exists():
+                if not part.is_dir():
+                    raise where.error(
+                        f"{quote(str(part))} exists and is not a directory", "checkpoint_dir"
+                    )
+                break
+        except OSError as e:  # too long, a loop …
+            raise where.error(f"not a usable path: {e.strerror}", "checkpoint_dir") from None
+    return value
 
 
 def _build(record: dict[str, Any], where: _Where) -> LiveJob:
@@ -199,8 +236,12 @@ def _build(record: dict[str, Any], where: _Where) -> LiveJob:
         fields["app"] = _text(present, "app", where)
     if "max_restarts" in present:
         fields["max_restarts"] = _int(present, "max_restarts", where, 0)
+        if fields["max_restarts"] > MAX_RESTARTS:
+            raise where.error(
+                f"must be at most {MAX_RESTARTS}, got {fields['max_restarts']}", "max_restarts"
+            )
     if "checkpoint_dir" in present:
-        fields["checkpoint_dir"] = _text(present, "checkpoint_dir", where)
+        fields["checkpoint_dir"] = _checkpoint_dir(_text(present, "checkpoint_dir", where), where)
     if "duration" in present:
         fields["duration"] = _float(present, "duration", where, duration=True)
     if "batch_size" in present:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .jobfile import LiveJob
+from .jobfile import MAX_RESTARTS, LiveJob
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -148,6 +148,9 @@ def _check_job(job: Any, index: int) -> None:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise bad(f"{name} must be an integer >= {least}, got {value!r}", name)
+    if job.max_restarts > MAX_RESTARTS:
+        raise bad(f"max_restarts must be at most {MAX_RESTARTS}, got {job.max_restarts}",
+                  "max_restarts")  # fmt: skip
     arrival = job.arrival
     if isinstance(arrival, bool) or not isinstance(arrival, int | float):
         raise bad(f"arrival must be a number of seconds, got {arrival!r}", "arrival")

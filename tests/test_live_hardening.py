@@ -1,0 +1,82 @@
+"""No job takes the service down (issue #27, item 2 and item 10): what a job brings is checked
+at submission with one-line 400s (a checkpoint directory under a file, a lone surrogate in
+the command, an unbounded ``max_restarts``); a job that fails again and again backs off. Real
+service processes (``--local``), bounded in time, nothing left behind (test_live_service's
+fixture)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_live_service import home, job, serve  # noqa: F401 - the fixture
+
+from ddlsched.errors import InputError
+from ddlsched.live.executor import BACKOFF_MAX, restart_backoff
+from ddlsched.live.jobfile import MAX_RESTARTS, jobs_from_records
+
+
+def test_what_a_job_brings_is_checked_at_submission(home, tmp_path) -> None:  # noqa: F811
+    path, tag, _ = home
+    svc = serve(home)
+    (tmp_path / "afile").write_text("x")
+    bad = [
+        ({"checkpoint_dir": "/etc/passwd/x"}, "checkpoint_dir"),
+        ({"checkpoint_dir": str(tmp_path / "afile")}, "not a directory"),
+        ({"max_restarts": 2**63 - 1}, f"at most {MAX_RESTARTS}"),
+    ]
+    for extra, text in bad:
+        code, doc = svc.call("POST", "/jobs", {"jobs": [job(tag, **extra)]})
+        assert code == 400 and text in doc["error"], (extra, code, doc)
+        assert "\n" not in doc["error"]
+    # a lone surrogate (valid JSON, "\ud800") in the command: refused, not a crash at launch
+    raw = b'{"jobs": [{"command": ["echo", "\\ud800"], "gpus": 1}]}'
+    code, doc = svc.call("POST", "/jobs", raw=raw)
+    assert code == 400 and "surrogate" in doc["error"], doc
+    assert svc.jobs() == {}
+    assert svc.call("GET", "/health")[0] == 200
+    assert svc.proc is not None and svc.proc.poll() is None
+
+
+def test_a_checkpoint_dir_that_cannot_be_made_fails_the_job_not_the_service(home) -> None:  # noqa: F811
+    """Accepted at submission (its parent exists), not creatable at launch (no permission
+    there is not testable as root: a path under a file created after the submission)."""
+    path, tag, _ = home
+    svc = serve(home)
+    (path / "later").mkdir()
+    (first,) = svc.submit(job(tag, steps=200))  # holds the GPUs while the file appears
+    (victim,) = svc.submit(
+        job(tag, steps=2, gpus=2, checkpoint_dir=str(path / "later" / "x" / "y"))
+    )
+    (path / "later" / "x").write_text("now a file")
+    svc.call("DELETE", f"/jobs/{first}")
+    jobs = svc.wait_ended([victim], timeout=30)
+    assert jobs[victim]["state"] == "failed" and "cannot launch" in jobs[victim]["reason"]
+    (after,) = svc.submit(job(tag, steps=2))
+    assert svc.wait_ended([after], timeout=30)[after]["state"] == "finished"
+
+
+def test_a_job_that_always_fails_backs_off(home) -> None:  # noqa: F811
+    path, tag, _ = home
+    svc = serve(home)
+    (job_id,) = svc.submit(job(tag, mode="fail", max_restarts=3))
+    jobs = svc.wait_ended([job_id], timeout=60)
+    assert jobs[job_id]["state"] == "failed"
+    _, doc = svc.call("GET", f"/jobs/{job_id}")
+    starts = [e["t"] for e in doc["events"] if e["event"] == "start"]
+    assert len(starts) == 4, doc["events"]
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    # 1 s, 2 s, 4 s of back-off (plus the time to see the exit)
+    for gap, want in zip(gaps, (1.0, 2.0, 4.0), strict=True):
+        assert want <= gap < want + 3.0, gaps
+    events = [json.loads(x) for x in (path / "state" / "events.jsonl").read_text().splitlines()]
+    assert [e["retry_in"] for e in events if e["event"] == "crashed"] == [1.0, 2.0, 4.0]
+
+
+def test_backoff_doubles_and_is_capped() -> None:
+    assert [restart_backoff(n) for n in (1, 2, 3, 4)] == [1.0, 2.0, 4.0, 8.0]
+    assert restart_backoff(50) == BACKOFF_MAX
+    with pytest.raises(InputError, match="at most"):
+        jobs_from_records(
+            [{"arrival": 0, "gpus": 1, "command": ["x"], "max_restarts": 101}], "test"
+        )
