@@ -7,6 +7,7 @@ fixture)."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from test_live_service import home, job, serve  # noqa: F401 - the fixture
@@ -80,3 +81,57 @@ def test_backoff_doubles_and_is_capped() -> None:
         jobs_from_records(
             [{"arrival": 0, "gpus": 1, "command": ["x"], "max_restarts": 101}], "test"
         )
+
+
+def _threads(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("Threads:"))
+
+
+def test_connections_that_never_finish_are_bounded_and_cut_off(home) -> None:  # noqa: F811
+    """Issue #27 item 11: 1,500 connections that never finished their headers kept 1,462
+    threads. Now at most MAX_CONNECTIONS are served at once (the rest get 503 and are closed)
+    and each is cut off after REQUEST_TIMEOUT_S."""
+    import socket
+
+    from ddlsched.live.httpapi import MAX_CONNECTIONS, REQUEST_TIMEOUT_S
+
+    path, tag, _ = home
+    svc = serve(home)
+    assert svc.proc is not None
+    host, port = svc.url.removeprefix("http://").rsplit(":", 1)
+    before = _threads(svc.proc.pid)
+    socks = []
+    try:
+        for _ in range(MAX_CONNECTIONS + 72):
+            s = socket.create_connection((host, int(port)), timeout=5)
+            s.sendall(b"GET /jobs HTTP/1.1\r\nHost: " + f"{host}:{port}".encode() + b"\r\n")
+            socks.append(s)
+        time.sleep(1.0)
+        assert _threads(svc.proc.pid) <= before + MAX_CONNECTIONS + 2
+        # one over the limit is told so at once
+        s = socket.create_connection((host, int(port)), timeout=5)
+        assert s.recv(200).startswith(b"HTTP/1.1 503")
+        s.close()
+        time.sleep(REQUEST_TIMEOUT_S + 2.0)
+        assert _threads(svc.proc.pid) <= before + 2  # the idle ones were cut off
+        assert svc.call("GET", "/health")[0] == 200
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_status_shows_a_jobs_control_characters_escaped(home) -> None:  # noqa: F811
+    from test_live_service import cli
+
+    path, tag, _ = home
+    svc = serve(home)
+    forged = "true\r\n     9  finished    8 GPU  forged line\x1b[2J"
+    (job_id,) = svc.submit({"command": ["true", forged, tag], "gpus": 1, "max_restarts": 0})
+    svc.wait_ended([job_id], timeout=30)
+    for args in (("status",), ("status", str(job_id))):
+        out = cli(path, *args, "--server", svc.url)
+        assert out.returncode == 0, out.stderr
+        assert "\r" not in out.stdout and "\x1b" not in out.stdout, out.stdout
+        assert "forged line" in out.stdout and "\\r\\n" in out.stdout
+        assert not any(line.lstrip().startswith("9  finished") for line in out.stdout.splitlines())

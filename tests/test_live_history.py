@@ -48,7 +48,8 @@ def test_segments_preemptions_and_in_place_restarts(store: JobStore) -> None:
     assert util[0] == [0.0, 0.0] and util[-1] == [12.0, 0.25]  # job b holds 2 of 8 GPUs now
     assert [1.0, 0.375] in util and [2.0, 0.25] in util
     res, extra = run_result(Cluster.homogeneous(1, 8), jobs, events)
-    assert [r.job_id for r in res.jobs] == [a, c]  # b has not ended
+    # b has not ended; c failed: named in failed_job_ids, not a JCT (issue #26)
+    assert [r.job_id for r in res.jobs] == [a]
     first = res.jobs[0]
     assert (first.arrival, first.start, first.finish, first.preemptions) == (0.0, 1.0, 10.0, 1)
     assert extra["failed_job_ids"] == [c] and extra["unfinished_job_ids"] == [b]

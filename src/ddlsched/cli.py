@@ -186,6 +186,19 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return 0
 
 
+def shown(text: object) -> str:
+    """``text`` for a terminal: control characters (escape sequences, carriage returns, line
+    feeds a job's command or a reason may hold) shown escaped, so no line can be forged."""
+    out = []
+    for ch in str(text):
+        code = ord(ch)
+        if code < 0x20 or 0x7F <= code < 0xA0 or ch in "\u2028\u2029":
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     import json
 
@@ -198,11 +211,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         held = ",".join(str(g) for g in doc["gpus_held"]) or "-"
         print(f"job {doc['id']}: {doc['state']}  gpus {doc['gpus']} (holding {held})  "
               f"attempt {doc['attempt']}  failures {doc['failures']}"
-              + (f"  reason: {doc['reason']}" if doc["reason"] else ""))  # fmt: skip
-        print(f"  command: {' '.join(doc['command'])}")
+              + (f"  reason: {shown(doc['reason'])}" if doc["reason"] else ""))  # fmt: skip
+        print(f"  command: {shown(' '.join(doc['command']))}")
         for e in doc["events"]:
             extra = {k: v for k, v in e.items() if k not in ("t", "event")}
-            print(f"  {e['t']:.3f}  {e['event']}  {json.dumps(extra, sort_keys=True)}")
+            print(f"  {e['t']:.3f}  {shown(e['event'])}  {json.dumps(extra, sort_keys=True)}")
         return 0
     jobs = client.jobs()
     if args.json:
@@ -221,7 +234,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             if j["finished_at"] is not None:
                 took = f"JCT {j['finished_at'] - j['submitted_at'] - j['arrival']:.1f} s"
             print(f"{j['id']:>6}  {state:<9} {j['gpus']:>3} GPU  {where or took:<16} "
-                  f"{' '.join(j['command'])[:60]}")  # fmt: skip
+                  f"{shown(' '.join(j['command']))[:60]}")  # fmt: skip
     return 0
 
 

@@ -60,9 +60,17 @@ def _job_id(text: str) -> int:
     return int(text)
 
 
+#: seconds a connection may take to send a request's headers and body, or stay idle between
+#: requests: a client that never finishes is cut off (the socket's timeout)
+REQUEST_TIMEOUT_S = 10.0
+#: connections served at once; more are answered 503 and closed at once
+MAX_CONNECTIONS = 128
+
+
 class _Handler(BaseHTTPRequestHandler):
     server_version = "ddlsched"
     protocol_version = "HTTP/1.1"
+    timeout = REQUEST_TIMEOUT_S
     service: Service  # set on the subclass made per server
 
     # ------------------------------------------------------------------ plumbing
@@ -287,11 +295,51 @@ def _route_key(path: str) -> str:
     return path
 
 
+class _BoundedServer(ThreadingHTTPServer):
+    """``ThreadingHTTPServer`` with at most ``MAX_CONNECTIONS`` connections at once (a thread
+    each): one more is answered 503 and closed, so slow or idle clients cannot pile threads
+    up without bound."""
+
+    daemon_threads = True
+    request_queue_size = MAX_CONNECTIONS  # the listen backlog (socketserver's default is 5)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            try:
+                body = b'{"error": "too many connections; try again"}\n'
+                request.sendall(
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                    b"Retry-After: 1\r\nConnection: close\r\nContent-Length: "
+                    + str(len(body)).encode()
+                    + b"\r\n\r\n"
+                    + body
+                )
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
 def start_server(service: Service) -> ThreadingHTTPServer:
     """Bind the service's address and serve in a daemon thread; the server (``shutdown`` it)."""
     handler = type("Handler", (_Handler,), {"service": service})
     try:
-        server = ThreadingHTTPServer((service.host, service.port), handler)
+        server = _BoundedServer((service.host, service.port), handler)
     except OSError as e:
         raise InputError(f"cannot listen on {service.host}:{service.port}: {e.strerror}",
                          field="--listen") from None  # fmt: skip
