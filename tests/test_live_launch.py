@@ -218,6 +218,77 @@ def test_stop_lets_a_polite_job_exit(launcher, tmp_path):
     assert time.monotonic() - t < 8.0
 
 
+# on SIGTERM: 3 s of "checkpointing", then exit 7 (stop file seen) or 1
+SLOW_POLITE = (
+    "import json, os, signal, sys, time\n"
+    "def bye(*a):\n"
+    "    time.sleep(3.0)\n"
+    "    sys.exit(7 if os.path.exists(os.environ['DDLSCHED_STOP']) else 1)\n"
+    "signal.signal(signal.SIGTERM, bye)\n"
+    "open(os.environ['DDLSCHED_PROGRESS'], 'a').write(json.dumps({'step': 0}) + '\\n')\n"
+    "time.sleep(120)\n"
+)
+
+
+def test_request_stop_returns_at_once(launcher, tmp_path):
+    """``request_stop`` sends the stop file and SIGTERM and returns while the workers still
+    checkpoint; ``poll`` then sees them exit; a second request and ``kill`` of a finished job
+    do nothing; of a job never launched raise KeyError."""
+    launcher.launch(11, gang(tmp_path, 11, SLOW_POLITE, [(0, [0]), (1, [2])]))
+    launcher.launch(12, gang(tmp_path, 12, SLOW_POLITE, [(1, [3])]))
+    for j in (11, 12):
+        wait_progress(launcher, j)
+    deadline = time.monotonic() + 20
+    while not all(p > 0 for p in launcher.poll(11).pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # every rank has its handler
+    t = time.monotonic()
+    launcher.request_stop(11)
+    assert time.monotonic() - t < 1.0
+    polls = launcher.poll_many([11, 12])
+    assert polls[11].exit_codes == (None, None)  # still checkpointing
+    assert polls[12].running == 1
+    assert (tmp_path / "job11" / "attempt0" / "stop").exists()
+    state = wait_exit(launcher, 11)
+    assert state.exit_codes == (7, 7)
+    assert time.monotonic() - t >= 2.5
+    assert launcher.running_jobs() == [12]
+    launcher.request_stop(11)  # finished: nothing happens
+    launcher.kill(11)
+    assert launcher.poll(11) == state
+    with pytest.raises(KeyError):
+        launcher.request_stop(99)
+    with pytest.raises(KeyError):
+        launcher.kill(99)
+    with pytest.raises(KeyError):
+        launcher.poll_many([12, 99])
+    launcher.kill(12)
+    assert wait_exit(launcher, 12).exit_codes == (-signal.SIGKILL,)
+
+
+def test_kill_returns_at_once_and_poll_reaps(launcher, tmp_path):
+    """A job that ignores SIGTERM keeps running after ``request_stop``; ``kill`` returns at
+    once, and ``poll`` then sees SIGKILL; the worker's grandchild is gone and its GPUs are free
+    again."""
+    launcher.launch(13, gang(tmp_path, 13, STUBBORN, [(0, [0, 1])]))
+    state = wait_progress(launcher, 13)
+    kid = state.progress["kid"]
+    launcher.request_stop(13)
+    time.sleep(0.5)
+    assert launcher.poll(13).exit_codes == (None,)
+    t = time.monotonic()
+    launcher.kill(13)
+    assert time.monotonic() - t < 1.0
+    state = wait_exit(launcher, 13)
+    assert state.exit_codes == (-signal.SIGKILL,)
+    deadline = time.monotonic() + 5
+    while alive(kid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(kid), "the worker's grandchild survived the kill"
+    launcher.launch(13, gang(tmp_path, 13, PROGRESS, [(0, [0]), (0, [1])]))
+    assert wait_exit(launcher, 13).exit_codes == (0, 3)
+
+
 def test_gang_that_does_not_fit(launcher, tmp_path):
     launcher.launch(5, gang(tmp_path, 5, POLITE, [(0, [0, 1])]))
     t = time.monotonic()

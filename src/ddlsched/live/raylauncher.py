@@ -16,7 +16,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,6 @@ from .launch import (
     check_gang,
     claims,
     free_port,
-    stop_gang,
     worker_env,
 )
 
@@ -130,6 +129,7 @@ class RayLauncher(LauncherBase):
         self._jobs: dict[int, _Job] = {}
         self._final: dict[int, JobPoll] = {}
         self._closed = False
+        self._pending: list[Any] = []  # refs of calls not awaited (request_stop, kill)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -274,6 +274,7 @@ class RayLauncher(LauncherBase):
         """Exit codes and rank 0's progress, gathered from all workers in one round."""
         if job_id not in self._jobs:
             return self._final[job_id]
+        self._drain()
         job = self._jobs[job_id]
         self._refresh([job])
         state = JobPoll(job_id, tuple(job.codes), job.pids, job.progress)
@@ -281,32 +282,14 @@ class RayLauncher(LauncherBase):
             self._release(job_id)
         return state
 
-    def stop(self, job_id: int, grace: float) -> JobPoll:
-        """Stop file, SIGTERM to each worker's group, SIGKILL after ``grace``; returns when all
-        have exited (or ``KILL_WAIT`` after SIGKILL)."""
-        return self.stop_many([job_id], grace)[job_id]
+    def request_stop(self, job_id: int) -> None:
+        """Stop file and SIGTERM to each running worker's group, sent to the actors without
+        waiting (the next ``poll`` runs after it on every actor)."""
+        self._send(job_id, "terminate")
 
-    def stop_many(self, job_ids: Iterable[int], grace: float) -> dict[int, JobPoll]:
-        """``stop`` for several jobs at once (one grace period for all)."""
-        ids = list(job_ids)
-        jobs = [self._jobs[j] for j in ids if j in self._jobs]
-
-        def send(method: str) -> None:
-            refs = [
-                getattr(a, method).remote()
-                for job in jobs
-                for a, c in zip(job.actors, job.codes, strict=True)
-                if c is None
-            ]
-            self._get_all(refs, method, lost_ok=True)
-
-        def done() -> bool:
-            self._refresh(jobs)
-            return all(c is not None for job in jobs for c in job.codes)
-
-        if jobs:
-            stop_gang(lambda: send("terminate"), lambda: send("kill"), done, grace, interval=0.1)
-        return {j: self.poll(j) for j in ids}
+    def kill(self, job_id: int) -> None:
+        """SIGKILL to each running worker's group, sent without waiting (``poll`` reaps)."""
+        self._send(job_id, "kill")
 
     def shutdown(self, grace: float = 2.0) -> None:
         """Stop every job, end the actors and placement groups, and Ray when this launcher
@@ -340,6 +323,28 @@ class RayLauncher(LauncherBase):
         if not self._cuda:
             return None
         return ",".join(str(self._cluster.gpu_local[g]) for g in w.gpus)
+
+    def _send(self, job_id: int, method: str) -> None:
+        if not self._known(job_id):
+            return
+        job = self._jobs[job_id]
+        for a, c in zip(job.actors, job.codes, strict=True):
+            if c is None:
+                self._pending.append(getattr(a, method).remote())
+
+    def _drain(self) -> None:
+        """Collect the answers of calls sent without waiting (errors: an actor gone, which the
+        next poll reports as ``LOST``)."""
+        import ray
+
+        if not self._pending:
+            return
+        done, self._pending = ray.wait(self._pending, num_returns=len(self._pending), timeout=0)
+        for ref in done:
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayError:
+                pass
 
     def _refresh(self, jobs: list[_Job]) -> None:
         """Update exit codes (and rank 0's progress) of ``jobs`` in one round of actor calls."""
