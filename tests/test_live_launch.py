@@ -225,7 +225,8 @@ SLOW_POLITE = (
     "    time.sleep(3.0)\n"
     "    sys.exit(7 if os.path.exists(os.environ['DDLSCHED_STOP']) else 1)\n"
     "signal.signal(signal.SIGTERM, bye)\n"
-    "open(os.environ['DDLSCHED_PROGRESS'], 'a').write(json.dumps({'step': 0}) + '\\n')\n"
+    "with open(os.environ['DDLSCHED_PROGRESS'], 'a') as f:\n"  # closed here, not by a finaliser
+    "    f.write(json.dumps({'step': 0}) + '\\n')\n"
     "time.sleep(120)\n"
 )
 
