@@ -113,9 +113,10 @@ class Launcher(Protocol):
     What blocks, and for how long (measured on 2 cores: docs/performance.md "Live mode"):
 
     - ``launch``: starts the gang and returns once every worker process exists (not once it
-      runs the command's first line). Local: one fork/exec per worker, milliseconds. Ray: a
-      placement group and one new actor per worker, ≈ 1 s per worker on 2 cores; up to
-      ``ready_timeout`` when Ray cannot place the gang.
+      runs the command's first line). Local: one fork/exec per worker, milliseconds. Ray: one
+      round of calls to worker hosts already running (started with the launcher and reused),
+      tens of milliseconds; longer only when a host died and its replacement is still starting
+      (≈ 1 s), bounded by ``call_timeout``.
     - ``poll``, ``poll_many``: one round of cheap calls (local: ``waitid`` and the progress
       file; Ray: one call per worker host involved), milliseconds; Ray: ≤ ``call_timeout``.
     - ``request_stop``, ``kill``: never wait: the stop file and the signal are sent (local) or
