@@ -476,3 +476,27 @@ def test_connect_to_a_ray_cluster_with_gpus(tmp_path):
     assert worker["MASTER_ADDR"] == out["ip"]
     assert worker["DDLSCHED_GPUS"] == "1,2"
     assert worker["DDLSCHED_STOP"] == str(tmp_path / "stop")
+
+
+def test_bench_live_runs_on_the_local_launcher(tmp_path):
+    """benchmarks/bench_live.py (not a test: docs/performance.md) runs end to end with small
+    numbers on plain subprocesses and writes its JSON."""
+    import subprocess
+
+    out = tmp_path / "bench.json"
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_live.py"
+    args = ["--launcher", "local", "--launches", "2", "--stops", "2", "--jobs", "8"]
+    res = subprocess.run(
+        [PY, str(bench), *args, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        start_new_session=True,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "request_stop → poll sees all exited" in res.stdout
+    (run,) = json.loads(out.read_text())["runs"]
+    assert [d["width"] for d in run["launch"]] == [1, 4]
+    assert all(d["to_exec"]["n"] == 2 for d in run["launch"])
+    assert run["makespan_loop"]["ideal_s"] == 1.0
+    assert run["makespan_live"]["jobs"] == 8 and run["makespan_live"]["ratio"] >= 1.0
