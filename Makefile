@@ -65,6 +65,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_report.py
 	$(BIN)/python benchmarks/bench_traces.py
 	$(BIN)/python benchmarks/bench_service.py
+	$(BIN)/python benchmarks/bench_live.py
 	$(BIN)/python benchmarks/bench_gavel.py
 
 clean:

@@ -249,6 +249,78 @@ def test_stop_lets_a_polite_job_exit(launcher, tmp_path):
     assert time.monotonic() - t < 8.0
 
 
+# on SIGTERM: 3 s of "checkpointing", then exit 7 (stop file seen) or 1
+SLOW_POLITE = (
+    "import json, os, signal, sys, time\n"
+    "def bye(*a):\n"
+    "    time.sleep(3.0)\n"
+    "    sys.exit(7 if os.path.exists(os.environ['DDLSCHED_STOP']) else 1)\n"
+    "signal.signal(signal.SIGTERM, bye)\n"
+    "with open(os.environ['DDLSCHED_PROGRESS'], 'a') as f:\n"  # closed here, not by a finaliser
+    "    f.write(json.dumps({'step': 0}) + '\\n')\n"
+    "time.sleep(120)\n"
+)
+
+
+def test_request_stop_returns_at_once(launcher, tmp_path):
+    """``request_stop`` sends the stop file and SIGTERM and returns while the workers still
+    checkpoint; ``poll`` then sees them exit; a second request and ``kill`` of a finished job
+    do nothing; of a job never launched raise KeyError."""
+    launcher.launch(11, gang(tmp_path, 11, SLOW_POLITE, [(0, [0]), (1, [2])]))
+    launcher.launch(12, gang(tmp_path, 12, SLOW_POLITE, [(1, [3])]))
+    for j in (11, 12):
+        wait_progress(launcher, j)
+    deadline = time.monotonic() + 20
+    while not all(p > 0 for p in launcher.poll(11).pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # every rank has its handler
+    t = time.monotonic()
+    launcher.request_stop(11)
+    assert time.monotonic() - t < 1.0
+    polls = launcher.poll_many([11, 12])
+    assert polls[11].exit_codes == (None, None)  # still checkpointing
+    assert polls[12].running == 1
+    assert (tmp_path / "job11" / "attempt0" / "stop").exists()
+    state = wait_exit(launcher, 11)
+    assert state.exit_codes == (7, 7)
+    assert time.monotonic() - t >= 2.5
+    assert launcher.running_jobs() == [12]
+    launcher.request_stop(11)  # finished: nothing happens
+    launcher.kill(11)
+    assert launcher.poll(11) == state
+    with pytest.raises(KeyError):
+        launcher.request_stop(99)
+    with pytest.raises(KeyError):
+        launcher.kill(99)
+    with pytest.raises(KeyError):
+        launcher.poll_many([12, 99])
+    launcher.kill(12)
+    assert wait_exit(launcher, 12).exit_codes == (-signal.SIGKILL,)
+
+
+def test_kill_returns_at_once_and_poll_reaps(launcher, tmp_path):
+    """A job that ignores SIGTERM keeps running after ``request_stop``; ``kill`` returns at
+    once, and ``poll`` then sees SIGKILL; the worker's grandchild is gone and its GPUs are free
+    again."""
+    launcher.launch(13, gang(tmp_path, 13, STUBBORN, [(0, [0, 1])]))
+    state = wait_progress(launcher, 13)
+    kid = state.progress["kid"]
+    launcher.request_stop(13)
+    time.sleep(0.5)
+    assert launcher.poll(13).exit_codes == (None,)
+    t = time.monotonic()
+    launcher.kill(13)
+    assert time.monotonic() - t < 1.0
+    state = wait_exit(launcher, 13)
+    assert state.exit_codes == (-signal.SIGKILL,)
+    deadline = time.monotonic() + 5
+    while alive(kid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(kid), "the worker's grandchild survived the kill"
+    launcher.launch(13, gang(tmp_path, 13, PROGRESS, [(0, [0]), (0, [1])]))
+    assert wait_exit(launcher, 13).exit_codes == (0, 3)
+
+
 def test_gang_that_does_not_fit(launcher, tmp_path):
     launcher.launch(5, gang(tmp_path, 5, POLITE, [(0, [0, 1])]))
     t = time.monotonic()
@@ -271,28 +343,67 @@ def test_gang_that_does_not_fit(launcher, tmp_path):
         launcher.poll(7)
 
 
-def test_ray_placement_timeout(launcher, tmp_path):
-    """Ray itself refuses a gang (its resource held by someone else): launch gives up within
-    ready_timeout and leaves nothing; once free, the same gang starts."""
+def ppid(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[1])
+
+
+def test_ray_holds_the_gpus_and_reuses_its_hosts(launcher, tmp_path):
+    """The launcher reserves every server's GPUs in Ray once (another Ray user cannot take
+    them) and starts workers through hosts it started with it: no actor and no placement group
+    is made per launch, and the same host process parents the workers of successive gangs."""
     if isinstance(launcher, LocalLauncher):
         pytest.skip("Ray only")
     import ray
-    from ray.util.placement_group import placement_group, remove_placement_group
+    from ray.util.placement_group import (
+        placement_group,
+        placement_group_table,
+        remove_placement_group,
+    )
 
     other = placement_group([{"ddlsched_s1": 2.0}])
-    ray.get(other.ready(), timeout=20)
-    launcher.ready_timeout = 2.0
     try:
-        t = time.monotonic()
-        with pytest.raises(LaunchError, match="did not place"):
-            launcher.launch(8, gang(tmp_path, 8, PROGRESS, [(1, [2]), (1, [3])]))
-        assert time.monotonic() - t < 6.0
-        assert launcher.running_jobs() == []
+        with pytest.raises(ray.exceptions.GetTimeoutError):
+            ray.get(other.ready(), timeout=1.0)
     finally:
         remove_placement_group(other)
-        launcher.ready_timeout = 20.0
-    launcher.launch(8, gang(tmp_path, 8, PROGRESS, [(1, [2]), (1, [3])]))
-    assert wait_exit(launcher, 8).exit_codes == (0, 3)
+    groups = len(placement_group_table())
+    parents = []
+    for _ in range(2):
+        launcher.launch(8, gang(tmp_path, 8, STUBBORN, [(1, [2]), (1, [3])]))
+        state = wait_progress(launcher, 8)
+        parents.append({ppid(p) for p in state.pids})
+        assert launcher.kill(8) is None
+        assert wait_exit(launcher, 8).exit_codes == (-signal.SIGKILL, -signal.SIGKILL)
+    assert parents[0] == parents[1]
+    assert all("WorkerHost" in Path(f"/proc/{h}/cmdline").read_text() for h in parents[0])
+    assert len(placement_group_table()) == groups
+
+
+def test_ray_lost_host_is_replaced(launcher, tmp_path):
+    """A worker host that dies (a lost node, locally): its workers read as LOST, and the next
+    gang on that server starts on a new host. The orphaned worker is ended by its pid."""
+    if isinstance(launcher, LocalLauncher):
+        pytest.skip("Ray only")
+    from ddlsched.live.launch import LOST
+
+    launcher.launch(10, gang(tmp_path, 10, POLITE, [(0, [1])]))
+    state = wait_progress(launcher, 10)
+    worker = state.pids[0]
+    host = ppid(worker)
+    assert "WorkerHost" in Path(f"/proc/{host}/cmdline").read_text()
+    try:
+        os.kill(host, signal.SIGKILL)
+        assert wait_exit(launcher, 10).exit_codes == (LOST,)
+    finally:
+        os.killpg(worker, signal.SIGKILL)  # its own session: the group is the worker's
+    launcher.launch(10, gang(tmp_path, 10, PROGRESS, [(0, [0, 1])]))
+    state = wait_exit(launcher, 10)
+    assert state.exit_codes == (0,)
+    deadline = time.monotonic() + 10
+    while alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(worker)
 
 
 def test_shutdown_leaves_nothing(launcher, tmp_path):
@@ -332,10 +443,27 @@ from ddlsched.live.raylauncher import RayLauncher
 tmp = sys.argv[1]
 ray.init(num_cpus=1, num_gpus=3, include_dashboard=False, log_to_driver=False,
          object_store_memory=128 * 1024 * 1024, configure_logging=False)
+from ray.util.placement_group import placement_group, remove_placement_group
+from ddlsched.live.launch import LaunchError
 handler = signal.getsignal(signal.SIGTERM)
+other = placement_group([{"GPU": 1}])  # another Ray user holds a GPU: no reservation
+ray.get(other.ready(), timeout=20)
+try:
+    RayLauncher.connect(ready_timeout=2, call_timeout=20)
+    refused = ""
+except LaunchError as e:
+    refused = str(e)
+remove_placement_group(other)
 lau = RayLauncher.connect(ready_timeout=20, call_timeout=20)
+other = placement_group([{"GPU": 1}])  # now the launcher holds all 3
+try:
+    ray.get(other.ready(), timeout=1)
+    held = False
+except ray.exceptions.GetTimeoutError:
+    held = True
+remove_placement_group(other)
 out = {"servers": [s.num_gpus for s in lau.cluster().servers],
-       "ip": ray.util.get_node_ip_address()}
+       "ip": ray.util.get_node_ip_address(), "refused": refused, "held": held}
 code = ("import json, os, sys; json.dump(dict(os.environ), open(sys.argv[1] + '/env.json', 'w'))")
 spec = WorkerSpec(job_id=1, rank=0, world_size=1, local_rank=0, server=0, gpus=(1, 2),
                   command=(sys.executable, "-c", code, tmp), cwd=tmp, log_path=tmp + "/w.log")
@@ -352,8 +480,9 @@ print(json.dumps(out))
 
 
 def test_connect_to_a_ray_cluster_with_gpus(tmp_path):
-    """``connect`` reads the cluster from Ray (one node with 3 declared GPUs), pins the worker
-    there, sets CUDA_VISIBLE_DEVICES to the chosen GPUs and MASTER_ADDR to the node's IP."""
+    """``connect`` reads the cluster from Ray (one node with 3 declared GPUs), holds its GPUs
+    (refused within ``ready_timeout`` while another Ray user holds one), pins the worker there,
+    sets CUDA_VISIBLE_DEVICES to the chosen GPUs and MASTER_ADDR to the node's IP."""
     import subprocess
 
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
@@ -369,6 +498,8 @@ def test_connect_to_a_ray_cluster_with_gpus(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert out["servers"] == [3]
+    assert "did not reserve the GPUs" in out["refused"]
+    assert out["held"] is True
     assert out["codes"] == [0]
     assert out["still_up"] is True
     worker = json.loads((tmp_path / "env.json").read_text())
@@ -376,3 +507,27 @@ def test_connect_to_a_ray_cluster_with_gpus(tmp_path):
     assert worker["MASTER_ADDR"] == out["ip"]
     assert worker["DDLSCHED_GPUS"] == "1,2"
     assert worker["DDLSCHED_STOP"] == str(tmp_path / "stop")
+
+
+def test_bench_live_runs_on_the_local_launcher(tmp_path):
+    """benchmarks/bench_live.py (not a test: docs/performance.md) runs end to end with small
+    numbers on plain subprocesses and writes its JSON."""
+    import subprocess
+
+    out = tmp_path / "bench.json"
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_live.py"
+    args = ["--launcher", "local", "--launches", "2", "--stops", "2", "--jobs", "8"]
+    res = subprocess.run(
+        [PY, str(bench), *args, "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        start_new_session=True,
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "request_stop → poll sees all exited" in res.stdout
+    (run,) = json.loads(out.read_text())["runs"]
+    assert [d["width"] for d in run["launch"]] == [1, 4]
+    assert all(d["to_exec"]["n"] == 2 for d in run["launch"])
+    assert run["makespan_loop"]["ideal_s"] == 1.0
+    assert run["makespan_live"]["jobs"] == 8 and run["makespan_live"]["ratio"] >= 1.0

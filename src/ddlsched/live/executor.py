@@ -286,12 +286,20 @@ class LiveExecutor:
     # ------------------------------------------------------------------ Polls
     def poll(self) -> None:
         """Read every job's live processes: progress, and exits (each an attempt's end)."""
+        live = [i for i, r in self.runs.items() if r.running and r.launch_error is None]
+        polls: dict[int, JobPoll] = {}
+        many = getattr(self.launcher, "poll_many", None)
+        if many is not None and len(live) > 1:
+            try:
+                polls = many(live)  # Ray: one round of calls for every job
+            except Exception:  # noqa: BLE001 - then job by job, each failure its job's own
+                polls = {}
         for job_id, r in list(self.runs.items()):
             try:
                 if r.launch_error is not None:
                     self._launch_failed(job_id, r)
                 elif r.running:
-                    self._poll_one(job_id, r)
+                    self._poll_one(job_id, r, polls.get(job_id))
             except Exception as e:  # noqa: BLE001 - one job's trouble is that job's alone
                 self._job_error(job_id, r, e)
 
@@ -320,12 +328,13 @@ class LiveExecutor:
             self.sim.stop_done(job)
         self._done(job)
 
-    def _poll_one(self, job_id: int, r: LiveRun) -> None:
+    def _poll_one(self, job_id: int, r: LiveRun, p: JobPoll | None = None) -> None:
         job = self._states[job_id]
-        try:
-            p = self.launcher.poll(job_id)
-        except KeyError:  # the launcher does not know it: its processes are gone
-            p = JobPoll(job_id, (LOST,), (), None)
+        if p is None:
+            try:
+                p = self.launcher.poll(job_id)
+            except KeyError:  # the launcher does not know it: its processes are gone
+                p = JobPoll(job_id, (LOST,), (), None)
         self._progress(job, r, p)
         if p.all_exited:
             self.exited(job, r, p)

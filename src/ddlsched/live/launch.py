@@ -108,13 +108,36 @@ class JobPoll:
 class Launcher(Protocol):
     """What the live scheduler needs from the cluster layer (``RayLauncher``, ``LocalLauncher``).
 
-    A job's resources are released once ``poll``/``stop`` sees all its workers exited; the job id
-    may then be launched again (a restart). ``poll``/``stop`` of a finished job return its last
-    state; of a job never launched raise ``KeyError``. Not thread-safe: one scheduler thread."""
+    A job's resources are released once ``poll``/``poll_many``/``stop`` sees all its workers
+    exited; the job id may then be launched again (a restart). ``poll``/``stop`` of a finished
+    job return its last state; of a job never launched raise ``KeyError``. Not thread-safe: one
+    scheduler thread.
+
+    What blocks, and for how long (measured on 2 cores: docs/performance.md "Live mode"):
+
+    - ``launch``: starts the gang and returns once every worker process exists (not once it
+      runs the command's first line). Local: one fork/exec per worker, milliseconds. Ray: one
+      round of calls to worker hosts already running (started with the launcher and reused),
+      tens of milliseconds; longer only when a host died and its replacement is still starting
+      (≈ 1 s), bounded by ``call_timeout``.
+    - ``poll``, ``poll_many``: one round of cheap calls (local: ``waitid`` and the progress
+      file; Ray: one call per worker host involved), milliseconds; Ray: ≤ ``call_timeout``.
+    - ``request_stop``, ``kill``: never wait: the stop file and the signal are sent (local) or
+      handed to Ray (Ray: the calls are submitted, not awaited; a later ``poll`` sees their
+      effect, as calls to one host run in order). Exits show up in later polls.
+    - ``stop``, ``stop_many``: ``request_stop``, then polling until all exited, ``kill`` after
+      ``grace`` seconds: up to ``grace`` + ``KILL_WAIT``. For callers that may block.
+    """
 
     def launch(self, job_id: int, workers: list[WorkerSpec]) -> None: ...
 
     def poll(self, job_id: int) -> JobPoll: ...
+
+    def poll_many(self, job_ids: Iterable[int]) -> dict[int, JobPoll]: ...
+
+    def request_stop(self, job_id: int) -> None: ...
+
+    def kill(self, job_id: int) -> None: ...
 
     def stop(self, job_id: int, grace: float) -> JobPoll: ...
 
@@ -441,6 +464,7 @@ class LauncherBase:
 
     _cluster: Cluster
     _jobs: Mapping[int, object]
+    _final: Mapping[int, JobPoll]
 
     def __enter__(self) -> Self:
         return self
@@ -456,6 +480,46 @@ class LauncherBase:
 
     def running_jobs(self) -> list[int]:
         return sorted(self._jobs)
+
+    def poll(self, job_id: int) -> JobPoll:
+        raise NotImplementedError
+
+    def poll_many(self, job_ids: Iterable[int]) -> dict[int, JobPoll]:
+        """``poll`` of several jobs (Ray: in one round of calls)."""
+        return {j: self.poll(j) for j in job_ids}
+
+    def request_stop(self, job_id: int) -> None:
+        raise NotImplementedError
+
+    def kill(self, job_id: int) -> None:
+        raise NotImplementedError
+
+    def stop(self, job_id: int, grace: float) -> JobPoll:
+        """Stop file, SIGTERM to each worker's group, SIGKILL after ``grace``; returns when all
+        have exited (or ``KILL_WAIT`` after SIGKILL)."""
+        return self.stop_many([job_id], grace)[job_id]
+
+    def stop_many(self, job_ids: Iterable[int], grace: float) -> dict[int, JobPoll]:
+        """``stop`` for several jobs at once (one grace period for all): ``request_stop`` each,
+        poll until all exited, ``kill`` those left after ``grace``."""
+        ids = list(job_ids)
+        live = [j for j in ids if j in self._jobs]
+        if live:
+            stop_gang(
+                lambda: [self.request_stop(j) for j in live],
+                lambda: [self.kill(j) for j in live if j in self._jobs],
+                lambda: all(p.all_exited for p in self.poll_many(live).values()),
+                grace,
+            )
+        return {j: self.poll(j) for j in ids}
+
+    def _known(self, job_id: int) -> bool:
+        """Whether ``job_id`` is running; False when it finished; KeyError if never launched."""
+        if job_id in self._jobs:
+            return True
+        if job_id in self._final:
+            return False
+        raise KeyError(job_id)
 
 
 class LocalLauncher(LauncherBase):
@@ -508,29 +572,16 @@ class LocalLauncher(LauncherBase):
         return state
 
     def request_stop(self, job_id: int) -> None:
-        """Ask ``job_id``'s workers to stop (stop file + SIGTERM to each group); returns at
-        once — ``poll`` reports the exits."""
-        for p in self._jobs.get(job_id, ()):
-            p.terminate()
+        """Create the stop file and SIGTERM each worker's process group; returns at once."""
+        if self._known(job_id):
+            for p in self._jobs[job_id]:
+                p.terminate()
 
     def kill(self, job_id: int) -> None:
-        """SIGKILL ``job_id``'s worker groups; returns at once (``poll`` reaps)."""
-        for p in self._jobs.get(job_id, ()):
-            p.kill()
-
-    def stop(self, job_id: int, grace: float) -> JobPoll:
-        return self.stop_many([job_id], grace)[job_id]
-
-    def stop_many(self, job_ids: Iterable[int], grace: float) -> dict[int, JobPoll]:
-        ids = list(job_ids)
-        live = [p for j in ids if j in self._jobs for p in self._jobs[j]]
-        stop_gang(
-            lambda: [p.terminate() for p in live],
-            lambda: [p.kill() for p in live],
-            lambda: all(p.poll() is not None for p in live),
-            grace,
-        )
-        return {j: self.poll(j) for j in ids}
+        """SIGKILL each worker's process group; returns at once (``poll`` reaps)."""
+        if self._known(job_id):
+            for p in self._jobs[job_id]:
+                p.kill()
 
     def shutdown(self, grace: float = 2.0) -> None:
         """Stop every job still running (SIGTERM, then SIGKILL after ``grace``)."""

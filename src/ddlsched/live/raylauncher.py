@@ -1,5 +1,10 @@
-"""Live jobs on Ray: one placement group per job launch (a gang: all bundles or none), one small
-actor per worker that starts and watches the worker's process on its node.
+"""Live jobs on Ray: the launcher reserves each server's GPUs in Ray once (one placement group
+bundle per server, held while it runs) and starts ``hosts_per_server`` ``WorkerHost`` actors per
+server (default 1) in those bundles; a launch asks the hosts of the chosen servers to start the
+gang's processes (one round of calls: no actor and no placement group is made per launch, which
+cost ≈ 1 s per worker on 2 cores, plus up to 1 s of Ray's placement retry when the GPUs had just
+been freed). Which GPUs a gang may use is the launcher's own bookkeeping (``Capacity``): a gang
+fits or is refused at once.
 
 ``RayLauncher.local(cluster)`` starts a private Ray instance on this machine whose servers and GPUs
 are logical resources (``ddlsched_s<i>``), so a machine without GPUs runs any cluster.
@@ -32,7 +37,6 @@ from .launch import (
     check_gang,
     claims,
     free_port,
-    stop_gang,
     with_job_gpus,
     worker_env,
 )
@@ -41,19 +45,20 @@ from .launch import (
 RESOURCE = "ddlsched_s{}"
 
 
-class WorkerHost:
-    """The Ray actor of one worker (``ray.remote(num_cpus=0)``): starts its process and answers
-    cheap calls about it. Every method returns at once; waiting is the launcher's."""
+Key = tuple[int, int]  # (launch number, rank): one worker process on a host
 
-    def __init__(self, base_env: Mapping[str, str] | None) -> None:
-        if base_env is None:  # a node of a Ray cluster: its environment, less Ray's own
-            base_env = {
-                k: v
-                for k, v in os.environ.items()
-                if not k.startswith("RAY_") and k != "CUDA_VISIBLE_DEVICES"
-            }
-        self._base = dict(base_env)
-        self._proc: WorkerProcess | None = None
+
+class WorkerHost:
+    """The Ray actor that starts and watches workers' processes on one server
+    (``ray.remote(num_cpus=0)``; ``hosts_per_server`` of them, started with the launcher and
+    reused by every launch). Every method returns at once; waiting is the launcher's. A worker is named by its
+    ``Key``; one the host does not know (it was replaced) reads as ``LOST``."""
+
+    def __init__(self) -> None:
+        self._procs: dict[Key, WorkerProcess] = {}
+
+    def ready(self) -> int:
+        return os.getpid()
 
     def endpoint(self, loopback: bool) -> tuple[str, int]:
         """MASTER_ADDR and a free MASTER_PORT on this node."""
@@ -63,22 +68,58 @@ class WorkerHost:
 
         return ray.util.get_node_ip_address(), free_port("0.0.0.0")
 
-    def start(self, spec: WorkerSpec, addr: str, port: int, cuda_visible: str | None) -> int:
-        self._proc = WorkerProcess(spec, worker_env(spec, addr, port, self._base, cuda_visible))
-        return self._proc.start()
+    def start(
+        self,
+        starts: list[tuple[Key, WorkerSpec, str | None]],
+        addr: str,
+        port: int,
+        base_env: Mapping[str, str] | None,
+    ) -> list[int]:
+        """Start workers (spec, CUDA_VISIBLE_DEVICES); their pids. ``base_env`` None: this
+        node's environment less Ray's own. A worker that cannot start raises; those started
+        before it are kept (the launcher kills them by key)."""
+        if base_env is None:
+            base_env = {
+                k: v
+                for k, v in os.environ.items()
+                if not k.startswith("RAY_") and k != "CUDA_VISIBLE_DEVICES"
+            }
+        pids = []
+        for key, spec, cuda in starts:
+            proc = WorkerProcess(spec, worker_env(spec, addr, port, base_env, cuda))
+            self._procs[key] = proc
+            pids.append(proc.start())
+        return pids
 
-    def poll(self, progress: bool) -> tuple[int | None, dict | None]:
-        if self._proc is None:
-            return LOST, None
-        return self._proc.poll(), (self._proc.progress() if progress else None)
+    def poll(self, keys: list[Key], progress: list[Key]) -> list[tuple[int | None, dict | None]]:
+        """Exit code of each worker (None: running), with its latest progress record for
+        those in ``progress``."""
+        want = set(progress)
+        out: list[tuple[int | None, dict | None]] = []
+        for key in keys:
+            proc = self._procs.get(key)
+            if proc is None or proc.pid < 0:
+                out.append((LOST, None))
+            else:
+                out.append((proc.poll(), proc.progress() if key in want else None))
+        return out
 
-    def terminate(self) -> None:
-        if self._proc is not None:
-            self._proc.terminate()
+    def terminate(self, keys: list[Key]) -> None:
+        for key in keys:
+            if key in self._procs and self._procs[key].pid > 0:
+                self._procs[key].terminate()
 
-    def kill(self) -> None:
-        if self._proc is not None:
-            self._proc.kill()
+    def kill(self, keys: list[Key]) -> None:
+        for key in keys:
+            if key in self._procs and self._procs[key].pid > 0:
+                self._procs[key].kill()
+
+    def forget(self, keys: list[Key]) -> None:
+        """Drop exited workers (reaped by ``poll``)."""
+        for key in keys:
+            proc = self._procs.get(key)
+            if proc is not None and (proc.pid < 0 or proc.poll() is not None):
+                del self._procs[key]
 
 
 _ACTOR: list[Any] = []
@@ -93,19 +134,41 @@ def _actor_class() -> Any:
     return _ACTOR[0]
 
 
+@dataclass(eq=False)
+class _Host:
+    """One ``WorkerHost`` actor as the launcher sees it."""
+
+    server: int
+    actor: Any
+    load: int = 0  # workers of running jobs it holds
+    dead: bool = False
+
+
 @dataclass
 class _Job:
     specs: list[WorkerSpec]
-    actors: list[Any]
-    pg: Any
+    hosts: list[_Host]  # by rank
+    keys: list[Key]  # by rank
     pids: tuple[int, ...]
     codes: list[int | None]
     progress: dict | None = None
 
+    def by_host(self, ranks: Iterable[int]) -> dict[_Host, list[int]]:
+        out: dict[_Host, list[int]] = {}
+        for r in ranks:
+            out.setdefault(self.hosts[r], []).append(r)
+        return out
+
+    def running_ranks(self) -> list[int]:
+        return [r for r, c in enumerate(self.codes) if c is None]
+
 
 class RayLauncher(LauncherBase):
     """The ``Launcher`` on Ray (see the module docstring). Make one with ``local`` or
-    ``connect``; ``shutdown`` (or ``with``) stops every job and, when it started Ray, Ray."""
+    ``connect``; ``shutdown`` (or ``with``) stops every job, the hosts, and, when it started
+    Ray, Ray. Construction reserves every server's GPUs in Ray and starts ``hosts_per_server``
+    worker hosts per server (each ≈ 1 s of a core; they start in parallel); it raises
+    ``LaunchError`` (leaving nothing) when Ray cannot do that within ``ready_timeout``."""
 
     def __init__(
         self,
@@ -117,20 +180,37 @@ class RayLauncher(LauncherBase):
         cuda: bool,
         ready_timeout: float = 30.0,
         call_timeout: float = 30.0,
+        hosts_per_server: int = 1,
     ) -> None:
+        if hosts_per_server < 1:
+            raise ValueError(f"hosts_per_server must be ≥ 1, not {hosts_per_server}")
         self._cluster = cluster
         self._bundle_of = bundle_of
         self._loopback = loopback
         self._started_ray = started_ray
         self._cuda = cuda
-        #: seconds a gang may wait for its placement group before ``launch`` gives up
+        #: seconds Ray may take to reserve the GPUs and start the hosts (construction)
         self.ready_timeout = ready_timeout
-        #: seconds any call to the worker actors may take
+        #: seconds any call to the worker hosts may take
         self.call_timeout = call_timeout
         self._capacity = Capacity(cluster)
         self._jobs: dict[int, _Job] = {}
         self._final: dict[int, JobPoll] = {}
         self._closed = False
+        self._seq = 0
+        self._pending: list[Any] = []  # refs of calls not awaited (stop, kill, forget)
+        self._hosts: list[list[_Host]] = [[] for _ in cluster.servers]
+        self._pg: Any = None
+        try:
+            self._reserve(hosts_per_server)
+        except BaseException:
+            self._closed = True
+            self._end_hosts()
+            if started_ray:
+                import ray
+
+                ray.shutdown()
+            raise
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -142,6 +222,7 @@ class RayLauncher(LauncherBase):
         object_store_mb: int = 128,
         ready_timeout: float = 30.0,
         call_timeout: float = 30.0,
+        hosts_per_server: int = 1,
     ) -> RayLauncher:
         """A private Ray instance on this machine with each server's GPUs as the logical
         resource ``ddlsched_s<i>`` (workers take no CPU, so ``num_cpus`` limits nothing)."""
@@ -175,15 +256,22 @@ class RayLauncher(LauncherBase):
             cuda=False,
             ready_timeout=ready_timeout,
             call_timeout=call_timeout,
+            hosts_per_server=hosts_per_server,
         )
 
     @classmethod
     def connect(
-        cls, address: str = "auto", *, ready_timeout: float = 60.0, call_timeout: float = 30.0
+        cls,
+        address: str = "auto",
+        *,
+        ready_timeout: float = 60.0,
+        call_timeout: float = 30.0,
+        hosts_per_server: int = 1,
     ) -> RayLauncher:
         """Join the Ray cluster at ``address``: one server per alive node with GPUs (in order of
         node IP, then node id), its real ``GPU`` resource, CUDA_VISIBLE_DEVICES set to the local
-        indices of the GPUs the policy chose."""
+        indices of the GPUs the policy chose. The launcher holds all their GPUs in Ray while it
+        runs (other Ray users cannot take them)."""
         import ray
 
         started = not ray.is_initialized()
@@ -217,16 +305,63 @@ class RayLauncher(LauncherBase):
             cuda=True,
             ready_timeout=ready_timeout,
             call_timeout=call_timeout,
+            hosts_per_server=hosts_per_server,
         )
+
+    def _reserve(self, hosts_per_server: int) -> None:
+        """One placement group with a bundle per server holding all its GPUs, then the hosts
+        (in their server's bundle), all started at once and awaited together."""
+        import ray
+        from ray.util.placement_group import placement_group
+
+        bundles = [
+            self._bundle_of(i, float(s.num_gpus)) for i, s in enumerate(self._cluster.servers)
+        ]
+        self._pg = placement_group(bundles, strategy="PACK")
+        try:
+            ray.get(self._pg.ready(), timeout=self.ready_timeout)
+        except ray.exceptions.GetTimeoutError:
+            raise LaunchError(
+                f"Ray did not reserve the GPUs of the {len(bundles)} servers within "
+                f"{self.ready_timeout:g} s (are other Ray users holding them?)"
+            ) from None
+        for server in range(self._cluster.num_servers):
+            for _ in range(hosts_per_server):
+                self._new_host(server)
+        hosts = [h for pool in self._hosts for h in pool]
+        ready, _ = ray.wait(
+            [h.actor.ready.remote() for h in hosts],
+            num_returns=len(hosts),
+            timeout=self.ready_timeout,
+        )
+        if len(ready) < len(hosts):
+            raise LaunchError(f"Ray did not start the worker hosts within {self.ready_timeout:g} s")
+        try:
+            ray.get(ready)
+        except ray.exceptions.RayError as e:
+            raise LaunchError(f"cannot start the worker hosts: {_cause(e)}") from e
+
+    def _new_host(self, server: int) -> _Host:
+        """A new host on ``server`` (its creation is not awaited: calls to it wait for it)."""
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        strategy = PlacementGroupSchedulingStrategy(self._pg, placement_group_bundle_index=server)
+        actor = (
+            _actor_class()
+            .options(num_cpus=0, scheduling_strategy=strategy, max_restarts=0)
+            .remote()
+        )
+        host = _Host(server, actor)
+        self._hosts[server].append(host)
+        return host
 
     # ------------------------------------------------------------------ the protocol
     def launch(self, job_id: int, workers: list[WorkerSpec]) -> None:
-        """Start the gang, or raise ``LaunchError`` with nothing of it left (does not fit in what
-        this launcher has handed out, placement group not ready in ``ready_timeout``, a command
-        that cannot start)."""
+        """Start the gang on the servers' hosts, or raise ``LaunchError`` with nothing of it
+        left (does not fit in what this launcher has handed out, a command that cannot start, a
+        host that died). One round of calls: rank 0's endpoint (Ray clusters only; locally the
+        port is picked here), then every host's ``start`` at once, awaited together."""
         import ray
-        from ray.util.placement_group import placement_group
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         if self._closed:
             raise LaunchError("the launcher is shut down")
@@ -236,82 +371,83 @@ class RayLauncher(LauncherBase):
         workers = with_job_gpus(workers)
         want = claims(workers)
         self._capacity.take(job_id, want)
-        pg = placement_group([self._bundle_of(w.server, w.claim) for w in workers], strategy="PACK")
-        actors: list[Any] = []
+        self._drain()
+        self._seq += 1
+        keys = [(self._seq, w.rank) for w in workers]
+        hosts = self._assign(workers)
+        job = _Job(list(workers), hosts, keys, (), [None] * len(workers))
         try:
-            try:
-                ray.get(pg.ready(), timeout=self.ready_timeout)
-            except ray.exceptions.GetTimeoutError:
-                raise LaunchError(
-                    f"job {job_id}: Ray did not place its {len(workers)} workers within "
-                    f"{self.ready_timeout:g} s"
-                ) from None
-            host = _actor_class()
+            if self._loopback:
+                addr, port = "127.0.0.1", free_port("127.0.0.1")
+            else:
+                addr, port = self._get_all(
+                    [hosts[0].actor.endpoint.remote(False)], f"job {job_id}: endpoint"
+                )[0]
             base = dict(os.environ) if self._loopback else None
-            for i in range(len(workers)):
-                strategy = PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=i)
-                actors.append(
-                    host.options(num_cpus=0, scheduling_strategy=strategy, max_restarts=0).remote(
-                        base
-                    )
-                )
-            addr, port = ray.get(
-                actors[0].endpoint.remote(self._loopback), timeout=self.call_timeout
-            )
+            groups = job.by_host(range(len(workers)))
             refs = [
-                a.start.remote(w, addr, port, self._cuda_of(w))
-                for a, w in zip(actors, workers, strict=True)
+                h.actor.start.remote(
+                    [(keys[r], workers[r], self._cuda_of(workers[r])) for r in ranks],
+                    addr,
+                    port,
+                    base,
+                )
+                for h, ranks in groups.items()
             ]
-            pids = self._get_all(refs, f"job {job_id}: start")
+            answers = self._get_all(refs, f"job {job_id}: start")
+            pids = [-1] * len(workers)
+            for ranks, got in zip(groups.values(), answers, strict=True):
+                for r, pid in zip(ranks, got, strict=True):
+                    pids[r] = pid
         except BaseException as e:
-            self._abandon(actors, pg)
+            self._abandon(job)
             self._capacity.give(want)
+            if isinstance(e, ray.exceptions.RayActorError):
+                for h in set(hosts):
+                    self._check_host(h)
             if isinstance(e, LaunchError) or not isinstance(e, Exception):
                 raise
             raise LaunchError(f"job {job_id}: cannot start: {_cause(e)}") from e
-        self._jobs[job_id] = _Job(list(workers), actors, pg, tuple(pids), [None] * len(workers))
+        job.pids = tuple(pids)
+        self._jobs[job_id] = job
         self._final.pop(job_id, None)
 
     def poll(self, job_id: int) -> JobPoll:
-        """Exit codes and rank 0's progress, gathered from all workers in one round."""
-        if job_id not in self._jobs:
-            return self._final[job_id]
-        job = self._jobs[job_id]
-        self._refresh([job])
-        state = JobPoll(job_id, tuple(job.codes), job.pids, job.progress)
-        if state.all_exited:
-            self._release(job_id)
-        return state
+        """Exit codes and rank 0's progress, gathered from the job's hosts in one round."""
+        return self.poll_many([job_id])[job_id]
 
-    def stop(self, job_id: int, grace: float) -> JobPoll:
-        """Stop file, SIGTERM to each worker's group, SIGKILL after ``grace``; returns when all
-        have exited (or ``KILL_WAIT`` after SIGKILL)."""
-        return self.stop_many([job_id], grace)[job_id]
-
-    def stop_many(self, job_ids: Iterable[int], grace: float) -> dict[int, JobPoll]:
-        """``stop`` for several jobs at once (one grace period for all)."""
+    def poll_many(self, job_ids: Iterable[int]) -> dict[int, JobPoll]:
+        """``poll`` of several jobs in one round of calls (one per host involved); a job never
+        launched raises ``KeyError``."""
         ids = list(job_ids)
-        jobs = [self._jobs[j] for j in ids if j in self._jobs]
+        for j in ids:
+            self._known(j)
+        self._drain()
+        jobs = {j: self._jobs[j] for j in ids if j in self._jobs}
+        self._refresh(list(jobs.values()))
+        for j, job in jobs.items():
+            if all(c is not None for c in job.codes):
+                self._release(j)
+        out = {}
+        for j in ids:
+            if j in self._jobs:
+                job = self._jobs[j]
+                out[j] = JobPoll(j, tuple(job.codes), job.pids, job.progress)
+            else:
+                out[j] = self._final[j]
+        return out
 
-        def send(method: str) -> None:
-            refs = [
-                getattr(a, method).remote()
-                for job in jobs
-                for a, c in zip(job.actors, job.codes, strict=True)
-                if c is None
-            ]
-            self._get_all(refs, method, lost_ok=True)
+    def request_stop(self, job_id: int) -> None:
+        """Stop file and SIGTERM to each running worker's group, sent to the hosts without
+        waiting (the next ``poll`` runs after it on every host)."""
+        self._send(job_id, "terminate")
 
-        def done() -> bool:
-            self._refresh(jobs)
-            return all(c is not None for job in jobs for c in job.codes)
-
-        if jobs:
-            stop_gang(lambda: send("terminate"), lambda: send("kill"), done, grace, interval=0.1)
-        return {j: self.poll(j) for j in ids}
+    def kill(self, job_id: int) -> None:
+        """SIGKILL to each running worker's group, sent without waiting (``poll`` reaps)."""
+        self._send(job_id, "kill")
 
     def shutdown(self, grace: float = 2.0) -> None:
-        """Stop every job, end the actors and placement groups, and Ray when this launcher
+        """Stop every job, end the hosts and the reservation, and Ray when this launcher
         started it. Safe to call twice."""
         if self._closed:
             return
@@ -330,7 +466,7 @@ class RayLauncher(LauncherBase):
                     for pid, code in zip(job.pids, job.codes, strict=True):
                         if code is None and pid > 0:
                             _killpg(pid)
-                self._abandon(job.actors, job.pg)
+            self._end_hosts()
         finally:
             if self._started_ray:
                 import ray
@@ -343,33 +479,103 @@ class RayLauncher(LauncherBase):
             return None
         return ",".join(str(self._cluster.gpu_local[g]) for g in w.gpus)
 
-    def _refresh(self, jobs: list[_Job]) -> None:
-        """Update exit codes (and rank 0's progress) of ``jobs`` in one round of actor calls."""
+    def _assign(self, workers: list[WorkerSpec]) -> list[_Host]:
+        """A host per worker: the least loaded alive host of its server (a new one when all
+        died), loads counted as the gang is placed."""
+        out = []
+        for w in workers:
+            alive = [h for h in self._hosts[w.server] if not h.dead]
+            host = min(alive, key=lambda h: h.load) if alive else self._new_host(w.server)
+            host.load += 1
+            out.append(host)
+        return out
+
+    def _unload(self, job: _Job) -> None:
+        for h in job.hosts:
+            h.load -= 1
+
+    def _check_host(self, host: _Host) -> None:
+        """Mark ``host`` dead if Ray says so, and start its replacement."""
         import ray
 
-        calls = [
-            (job, r, a.poll.remote(r == 0))
-            for job in jobs
-            for r, (a, c) in enumerate(zip(job.actors, job.codes, strict=True))
-            if c is None or r == 0
-        ]
+        if host.dead:
+            return
+        try:
+            ray.get(host.actor.ready.remote(), timeout=self.call_timeout)
+            return
+        except ray.exceptions.GetTimeoutError:
+            return
+        except ray.exceptions.RayError:
+            pass
+        self._lost(host)
+
+    def _lost(self, host: _Host) -> None:
+        if not host.dead:
+            host.dead = True
+            self._hosts[host.server].remove(host)
+            self._new_host(host.server)
+
+    def _send(self, job_id: int, method: str) -> None:
+        if not self._known(job_id):
+            return
+        job = self._jobs[job_id]
+        for h, ranks in job.by_host(job.running_ranks()).items():
+            if not h.dead:
+                self._pending.append(getattr(h.actor, method).remote([job.keys[r] for r in ranks]))
+
+    def _drain(self) -> None:
+        """Collect the answers of calls sent without waiting (errors: a host gone, which the
+        next poll reports as ``LOST``)."""
+        import ray
+
+        if not self._pending:
+            return
+        done, self._pending = ray.wait(self._pending, num_returns=len(self._pending), timeout=0)
+        for ref in done:
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayError:
+                pass
+
+    def _refresh(self, jobs: list[_Job]) -> None:
+        """Update exit codes (and rank 0's progress) of ``jobs`` in one round: one call per
+        host, about all of its workers of these jobs."""
+        import ray
+
+        asks: dict[_Host, list[tuple[_Job, int]]] = {}
+        for job in jobs:
+            for r in range(len(job.codes)):
+                if job.codes[r] is None or r == 0:
+                    asks.setdefault(job.hosts[r], []).append((job, r))
+        calls = []
+        for h, items in asks.items():
+            if h.dead:
+                for job, r in items:
+                    if job.codes[r] is None:
+                        job.codes[r] = LOST
+                continue
+            progress = [job.keys[0] for job, r in items if r == 0]
+            ref = h.actor.poll.remote([job.keys[r] for job, r in items], progress)
+            calls.append((h, items, ref))
         if not calls:
             return
         refs = [ref for _, _, ref in calls]
         ready, _ = ray.wait(refs, num_returns=len(refs), timeout=self.call_timeout)
         if len(ready) < len(refs):
             raise LaunchError(f"Ray workers did not answer within {self.call_timeout:g} s")
-        for job, rank, ref in calls:
+        for h, items, ref in calls:
             try:
-                code, progress = ray.get(ref)
+                answers = ray.get(ref)
             except ray.exceptions.RayError:
-                code, progress = LOST, None
-            if job.codes[rank] is None:
-                job.codes[rank] = code
-            if rank == 0 and progress is not None:
-                job.progress = progress
+                answers = [(LOST, None)] * len(items)
+                self._lost(h)
+            for (job, rank), (code, progress) in zip(items, answers, strict=True):
+                if job.codes[rank] is None:
+                    job.codes[rank] = code
+                if rank == 0 and progress is not None:
+                    job.progress = progress
 
-    def _get_all(self, refs: list[Any], what: str, lost_ok: bool = False) -> list[Any]:
+    def _get_all(self, refs: list[Any], what: str) -> list[Any]:
         import ray
 
         if not refs:
@@ -380,44 +586,70 @@ class RayLauncher(LauncherBase):
             raise LaunchError(
                 f"{what}: Ray workers did not answer within {self.call_timeout:g} s"
             ) from None
-        except ray.exceptions.RayActorError:
-            if lost_ok:
-                return []
-            raise
 
-    def _abandon(self, actors: list[Any], pg: Any) -> None:
-        """SIGKILL whatever the actors started, wait until reaped, end the actors and the group."""
+    def _abandon(self, job: _Job) -> None:
+        """A launch that failed: SIGKILL whatever its hosts started, wait until reaped (up to
+        ``call_timeout``), forget it, give the hosts' load back."""
+        import ray
+
+        groups = {
+            h: [job.keys[r] for r in ranks]
+            for h, ranks in job.by_host(range(len(job.keys))).items()
+        }
+        try:
+            ray.wait(
+                [h.actor.kill.remote(keys) for h, keys in groups.items()],
+                num_returns=len(groups),
+                timeout=self.call_timeout,
+            )
+            deadline = time.monotonic() + self.call_timeout
+            while time.monotonic() < deadline:
+                refs = [h.actor.poll.remote(keys, []) for h, keys in groups.items()]
+                ready, _ = ray.wait(refs, num_returns=len(refs), timeout=self.call_timeout)
+                states = []
+                for ref in ready:
+                    try:
+                        states.extend(ray.get(ref))
+                    except ray.exceptions.RayError:
+                        pass
+                if len(ready) == len(refs) and all(c is not None for c, _ in states):
+                    break
+                time.sleep(0.05)
+            for h, keys in groups.items():
+                self._pending.append(h.actor.forget.remote(keys))
+        except Exception:
+            pass
+        self._unload(job)
+
+    def _release(self, job_id: int) -> None:
+        """All of ``job_id``'s workers exited: record its last state, tell the hosts to forget
+        them (not awaited), give its GPUs back."""
+        job = self._jobs.pop(job_id)
+        self._final[job_id] = JobPoll(job_id, tuple(job.codes), job.pids, job.progress)
+        for h, ranks in job.by_host(range(len(job.keys))).items():
+            if not h.dead:
+                self._pending.append(h.actor.forget.remote([job.keys[r] for r in ranks]))
+        self._unload(job)
+        self._capacity.give(claims(job.specs))
+
+    def _end_hosts(self) -> None:
+        """Kill every host and drop the reservation (at shutdown, once the jobs are stopped)."""
         import ray
         from ray.util.placement_group import remove_placement_group
 
-        if actors:
-            try:
-                self._get_all([a.kill.remote() for a in actors], "kill", lost_ok=True)
-                deadline = time.monotonic() + self.call_timeout
-                while time.monotonic() < deadline:
-                    states = self._get_all(
-                        [a.poll.remote(False) for a in actors], "poll", lost_ok=True
-                    )
-                    if all(c is not None for c, _ in states):
-                        break
-                    time.sleep(0.05)
-            except Exception:
-                pass
-            for a in actors:
+        for pool in self._hosts:
+            for h in pool:
                 try:
-                    ray.kill(a, no_restart=True)
+                    ray.kill(h.actor, no_restart=True)
                 except Exception:
                     pass
-        try:
-            remove_placement_group(pg)
-        except Exception:
-            pass
-
-    def _release(self, job_id: int) -> None:
-        job = self._jobs.pop(job_id)
-        self._final[job_id] = JobPoll(job_id, tuple(job.codes), job.pids, job.progress)
-        self._abandon(job.actors, job.pg)
-        self._capacity.give(claims(job.specs))
+        self._hosts = [[] for _ in self._cluster.servers]
+        if self._pg is not None:
+            try:
+                remove_placement_group(self._pg)
+            except Exception:
+                pass
+            self._pg = None
 
 
 def _gpu_type(node: Mapping[str, Any]) -> str:

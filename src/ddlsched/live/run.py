@@ -190,7 +190,7 @@ def finished_only(
     done = [j for j in sim.jobs if j.finish is not None and runs[j.job_id].finished]  # type: ignore[attr-defined]
     engine_ex = sim.executor  # type: ignore[attr-defined]
     alone = engine_ex.alone_time if isinstance(engine_ex, AloneTimes) and done else None
-    busy = executor.busy_gpu_seconds()  # type: ignore[attr-defined]
+    busy = engine_ex.busy_gpu_seconds()  # the engine's executor: a shared GPU counts once
     if interrupted:
         busy = gpu_held_seconds(build_result(cluster, done, 0.0).segments)
     try:
