@@ -44,7 +44,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 )
 
 from ddlsched.core.cluster import Cluster  # noqa: E402
-from ddlsched.live.launch import WorkerSpec  # noqa: E402
+from ddlsched.live.launchers.base import WorkerSpec  # noqa: E402
 
 SERVERS, GPUS = 2, 4
 CLUSTER_TOML = f'name = "bench-live"\n[[servers]]\nnum_gpus = {GPUS}\ncount = {SERVERS}\n'
@@ -227,10 +227,10 @@ def bench_live_cli(kind: str, tmp: Path, jobs: int) -> dict[str, object]:
 def make_launcher(kind: str):
     cluster = Cluster.homogeneous(SERVERS, GPUS)
     if kind == "ray":
-        from ddlsched.live.raylauncher import RayLauncher
+        from ddlsched.live.launchers.ray import RayLauncher
 
         return RayLauncher.local(cluster)
-    from ddlsched.live.launch import LocalLauncher
+    from ddlsched.live.launchers.local import LocalLauncher
 
     return LocalLauncher(cluster)
 

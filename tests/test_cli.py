@@ -432,7 +432,7 @@ def test_building_the_parser_imports_no_service_or_engine_module() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     loaded = set(out.stdout.strip().split(","))
-    assert "ddlsched.live.endpoints" in loaded
-    for heavy in ("ddlsched.live.service", "ddlsched.live.remote", "ddlsched.core.simulator",
+    assert "ddlsched.live.service.endpoints" in loaded
+    for heavy in ("ddlsched.live.service.server", "ddlsched.live.service.remote", "ddlsched.core.simulator",
                   "ddlsched.api", "ddlsched.settings"):  # fmt: skip
         assert heavy not in loaded, heavy

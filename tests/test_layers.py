@@ -5,11 +5,11 @@ Bottom to top::
     0  errors, parsing, paths, progress, parallel, live (the job-side client ``live/__init__``)
     1  perf
     2  core
-    3  policies, planning, workloads, live.jobfile, live.store
-    4  api, backends, policy, settings, settings_scope, live.launch, live.raylauncher,
-       live.executor, live.backend, live.run, the service's modules (live.engine,
-       live.service, live.httpapi, live.history, live.export, live.remote, live.page), and the
-       package façade ``ddlsched/__init__``
+    2  … and live.launchers (base, local, ray: the cluster layer)
+    3  policies, planning, workloads, live.jobfile, live.service.store
+    4  api, backends, policy, settings, settings_scope, live.executor, live.backend,
+       live.profile, live.run, the service's modules (live.service: server, engine, httpapi,
+       history, export, remote, page), and the package façade ``ddlsched/__init__``
     5  experiments, config, sweep, report, check
     6  cli
 
@@ -53,8 +53,8 @@ LAYERS: dict[str, int] = {
     "planning": 3,
     "workloads": 3,
     "live.jobfile": 3,
-    "live.endpoints": 0,
-    "live.store": 3,
+    "live.service.endpoints": 0,
+    "live.service.store": 3,
     "": 4,  # ddlsched/__init__.py, the façade of the library
     "api": 4,
     "policy": 4,
@@ -62,19 +62,22 @@ LAYERS: dict[str, int] = {
     "settings_scope": 4,
     "backends": 4,
     "extend": 4,
-    "live.launch": 2,
-    "live.raylauncher": 2,
+    "live.launchers": 2,  # the cluster layer: processes, local and Ray launchers
+    "live.launchers.base": 2,
+    "live.launchers.local": 2,
+    "live.launchers.ray": 2,
     "live.executor": 4,
     "live.backend": 4,
     "live.run": 4,
     "live.profile": 4,
-    "live.history": 4,
-    "live.engine": 4,
-    "live.export": 4,
-    "live.httpapi": 4,
-    "live.remote": 4,
-    "live.service": 4,
-    "live.page": 4,
+    "live.service": 4,  # ``ddlsched serve``: server → httpapi, engine → store
+    "live.service.server": 4,
+    "live.service.engine": 4,
+    "live.service.httpapi": 4,
+    "live.service.history": 4,
+    "live.service.export": 4,
+    "live.service.remote": 4,
+    "live.service.page": 4,
     "experiments": 5,
     "config": 5,
     "sweep": 5,

@@ -94,7 +94,7 @@ def test_connections_that_never_finish_are_bounded_and_cut_off(home) -> None:  #
     and each is cut off after REQUEST_TIMEOUT_S."""
     import socket
 
-    from ddlsched.live.httpapi import MAX_CONNECTIONS, REQUEST_TIMEOUT_S
+    from ddlsched.live.service.httpapi import MAX_CONNECTIONS, REQUEST_TIMEOUT_S
 
     path, tag, _ = home
     svc = serve(home)

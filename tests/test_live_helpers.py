@@ -11,8 +11,8 @@ import subprocess
 import sys
 import time
 
-from ddlsched.live.launch import descendants
-from ddlsched.live.service import HELPERS_FILE, ServeConfig, Service
+from ddlsched.live.launchers.base import descendants
+from ddlsched.live.service.server import HELPERS_FILE, ServeConfig, Service
 
 SLEEP = [sys.executable, "-c", "import time; time.sleep(60)"]
 #: a job-like worker: its own session, with a child of its own

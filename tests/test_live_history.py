@@ -1,4 +1,4 @@
-"""What a service's store says happened (ddlsched.live.history) and the records a submission
+"""What a service's store says happened (ddlsched.live.service.history) and the records a submission
 is checked as (jobfile.jobs_from_records): hand-made event logs in a real JobStore."""
 
 from __future__ import annotations
@@ -9,9 +9,15 @@ import pytest
 
 from ddlsched.core.cluster import Cluster
 from ddlsched.errors import InputError
-from ddlsched.live.history import histories, metrics_text, origin_of, run_result, utilisation
 from ddlsched.live.jobfile import LiveJob, jobs_from_records
-from ddlsched.live.store import JobStore
+from ddlsched.live.service.history import (
+    histories,
+    metrics_text,
+    origin_of,
+    run_result,
+    utilisation,
+)
+from ddlsched.live.service.store import JobStore
 
 
 def _job(gpus: int = 2, arrival: float = 0.0, max_restarts: int = 3) -> LiveJob:

@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 
 from ddlsched.core.cluster import Cluster
-from ddlsched.live.launch import (
+from ddlsched.live.launchers.base import (
     JobPoll,
     LaunchError,
-    LocalLauncher,
     WorkerSpec,
     check_gang,
     read_last_json,
     with_job_gpus,
 )
+from ddlsched.live.launchers.local import LocalLauncher
 
 PY = sys.executable
 CLUSTER = Cluster.homogeneous(2, 2)
@@ -62,7 +62,7 @@ BEFORE = children(os.getpid())
 @pytest.fixture(scope="module", params=["subprocess", "ray"])
 def launcher(request):
     if request.param == "ray":
-        from ddlsched.live.raylauncher import RayLauncher
+        from ddlsched.live.launchers.ray import RayLauncher
 
         handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
         lau = RayLauncher.local(CLUSTER, ready_timeout=20.0, call_timeout=20.0)
@@ -385,7 +385,7 @@ def test_ray_lost_host_is_replaced(launcher, tmp_path):
     gang on that server starts on a new host. The orphaned worker is ended by its pid."""
     if isinstance(launcher, LocalLauncher):
         pytest.skip("Ray only")
-    from ddlsched.live.launch import LOST
+    from ddlsched.live.launchers.base import LOST
 
     launcher.launch(10, gang(tmp_path, 10, POLITE, [(0, [1])]))
     state = wait_progress(launcher, 10)
@@ -437,14 +437,14 @@ def test_read_last_json(tmp_path):
 CONNECT = """
 import json, signal, sys, time
 import ray
-from ddlsched.live.launch import WorkerSpec
-from ddlsched.live.raylauncher import RayLauncher
+from ddlsched.live.launchers.base import WorkerSpec
+from ddlsched.live.launchers.ray import RayLauncher
 
 tmp = sys.argv[1]
 ray.init(num_cpus=1, num_gpus=3, include_dashboard=False, log_to_driver=False,
          object_store_memory=128 * 1024 * 1024, configure_logging=False)
 from ray.util.placement_group import placement_group, remove_placement_group
-from ddlsched.live.launch import LaunchError
+from ddlsched.live.launchers.base import LaunchError
 handler = signal.getsignal(signal.SIGTERM)
 other = placement_group([{"GPU": 1}])  # another Ray user holds a GPU: no reservation
 ray.get(other.ready(), timeout=20)

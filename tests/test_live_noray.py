@@ -15,7 +15,7 @@ from ddlsched.core.cluster import Cluster
 from ddlsched.errors import InputError
 from ddlsched.live import run as live_run
 from ddlsched.live import service as live_service
-from ddlsched.live.launch import LocalLauncher
+from ddlsched.live.launchers.local import LocalLauncher
 
 NOTE = (
     "ddlsched: note: Ray is not installed; running the jobs as local subprocesses "

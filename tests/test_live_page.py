@@ -20,7 +20,7 @@ import pytest
 from matplotlib.image import imread
 from test_report_browser import CHROMIUM, REQUIRED
 
-from ddlsched.live.page import status_page
+from ddlsched.live.service.page import status_page
 
 EVIL = "</script><script>alert(1)</script>"
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from _processes import cmdlines
 
-from ddlsched.live.store import ENDED, JobStore
+from ddlsched.live.service.store import ENDED, JobStore
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"

@@ -15,7 +15,7 @@ import pytest
 from test_live_run import _ray_pids, _wait_gone
 from test_live_service import _cmdlines, cli, home, job, serve, starting_steps  # noqa: F401
 
-from ddlsched.live.store import JobStore
+from ddlsched.live.service.store import JobStore
 
 pytest.importorskip("ray")
 

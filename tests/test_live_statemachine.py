@@ -27,7 +27,7 @@ from ddlsched.core.realtime import RealtimeSimulator
 from ddlsched.core.state import DONE
 from ddlsched.live.executor import FINISHED, RUNNING, LiveExecutor
 from ddlsched.live.jobfile import LiveJob
-from ddlsched.live.launch import LOST, JobPoll, LaunchError, WorkerSpec
+from ddlsched.live.launchers.base import LOST, JobPoll, LaunchError, WorkerSpec
 from ddlsched.live.run import to_specs
 
 GPUS = 3

@@ -1,4 +1,4 @@
-"""The live service's durable state store (ddlsched.live.store): every transition, the illegal
+"""The live service's durable state store (ddlsched.live.service.store): every transition, the illegal
 ones, all-or-nothing submissions, the schema version check, a real SIGKILL mid-write, and
 concurrent writers in separate processes."""
 
@@ -19,7 +19,7 @@ import pytest
 
 from ddlsched.errors import InputError
 from ddlsched.live.jobfile import LiveJob
-from ddlsched.live.store import (
+from ddlsched.live.service.store import (
     SCHEMA_VERSION,
     JobStore,
     StateError,
@@ -340,7 +340,7 @@ WRITER = textwrap.dedent(
     """
     import sys, time
     from ddlsched.live.jobfile import LiveJob
-    from ddlsched.live.store import JobStore
+    from ddlsched.live.service.store import JobStore
     state, count, batch, start = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     s = JobStore(state)
     j = LiveJob(job_id=0, arrival=0.0, gpus=1, command=("python3", "t.py", "x" * 200))
@@ -493,3 +493,76 @@ def test_four_processes_submit_1000_jobs(tmp_path: Path) -> None:
     # one committed transaction per submission; printed for the report, not asserted
     print(f"4 processes: 1000 submissions in {elapsed:.2f} s, "
           f"{1000 / elapsed:.0f} submissions/s")  # fmt: skip
+
+
+# ------------------------------------------------------------------ the store knows itself
+def test_an_emptied_or_replaced_database_is_refused(tmp_path: Path) -> None:
+    """Issue #27 item 3: an emptied state.sqlite used to be taken for a new store, ids
+    restarted at 1 and the new job 2 resumed the old job 2's checkpoint."""
+    import shutil
+
+    from ddlsched.live.service.store import STORE_ID_FILE
+
+    d = tmp_path / "st"
+    with JobStore(d) as s:
+        s.submit([job(), job()], now=0.0)
+        ident = s.identity
+    assert (d / STORE_ID_FILE).read_text().strip() == ident
+    with JobStore(d) as s:  # reopened: the same store
+        assert s.identity == ident and len(s.jobs()) == 2
+    keep = tmp_path / "keep.sqlite"
+    shutil.copy(d / "state.sqlite", keep)
+    for suffix in ("-wal", "-shm"):
+        (d / f"state.sqlite{suffix}").unlink(missing_ok=True)
+    (d / "state.sqlite").write_bytes(b"")  # emptied
+    with pytest.raises(InputError, match="new or was emptied") as e:
+        JobStore(d)
+    assert "\n" not in str(e.value)
+    (d / "state.sqlite").unlink()  # removed
+    with pytest.raises(InputError, match="new or was emptied"):
+        JobStore(d)
+    with JobStore(tmp_path / "other") as other:  # another store's database
+        other.submit([job()], now=0.0)
+    (d / "state.sqlite").unlink(missing_ok=True)
+    shutil.copy(tmp_path / "other" / "state.sqlite", d / "state.sqlite")
+    with pytest.raises(InputError, match="foreign database"):
+        JobStore(d)
+    shutil.copy(keep, d / "state.sqlite")  # restored: accepted again
+    with JobStore(d) as s:
+        assert s.identity == ident and len(s.jobs()) == 2
+
+
+def test_a_damaged_page_is_found_at_open(tmp_path: Path) -> None:
+    """Issue #27 item 6: a corrupt page went unnoticed at start."""
+    d = tmp_path / "st"
+    with JobStore(d) as s:
+        s.submit([job() for _ in range(300)], now=0.0)
+    db = d / "state.sqlite"
+    data = bytearray(db.read_bytes())
+    page = 4096
+    assert len(data) > 4 * page
+    # the last pages (the event log's and the indexes'), which opening the store never reads:
+    # only PRAGMA quick_check finds them
+    for start in range(len(data) - 3 * page, len(data), page):
+        data[start : start + 8] = b"\xff" * 8
+    db.write_bytes(bytes(data))
+    with pytest.raises(InputError) as e:
+        JobStore(d)
+    text = str(e.value)
+    assert "quick_check" in text and "\n" not in text
+
+
+def test_a_read_only_state_directory_is_one_line(tmp_path: Path) -> None:
+    import os
+
+    if os.geteuid() == 0:
+        pytest.skip("root writes into read-only directories")
+    d = tmp_path / "ro"
+    d.mkdir()
+    d.chmod(0o500)
+    try:
+        with pytest.raises(InputError) as e:
+            JobStore(d)
+        assert "\n" not in str(e.value)
+    finally:
+        d.chmod(0o700)

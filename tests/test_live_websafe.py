@@ -186,4 +186,3 @@ def test_a_page_from_another_origin_cannot_submit_drain_or_cancel(home, tmp_path
     code, doc = svc.call("GET", "/health")
     assert code == 200 and doc["draining"] is False, doc  # not drained
     assert svc.call("DELETE", f"/jobs/{victim}")[0] == 200
-

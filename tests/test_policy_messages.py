@@ -151,7 +151,7 @@ def test_live_lists_only_the_policies_live_runs_for_trace_jobs(policy, start, se
     policies, so the message does not offer them."""
     from ddlsched.api import build_simulator
     from ddlsched.live.backend import LiveBackend
-    from ddlsched.live.engine import ServiceBackend
+    from ddlsched.live.service.engine import ServiceBackend
 
     backend = (ServiceBackend if service else LiveBackend)(None)  # type: ignore[arg-type]
     with pytest.raises(InputError) as e:

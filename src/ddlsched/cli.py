@@ -125,7 +125,7 @@ def _jobs_first_on_path() -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .live.service import ServeConfig, Service
+    from .live.service.server import ServeConfig, Service
     from .settings import Settings
 
     cfg = ServeConfig(
@@ -146,8 +146,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _client(args: argparse.Namespace):  # noqa: ANN202 - a ServiceClient
-    from .live.remote import ServiceClient
-    from .live.service import read_token
+    from .live.service.remote import ServiceClient
+    from .live.service.server import read_token
 
     token = read_token(args.token_file) if args.token_file else None
     return ServiceClient(args.server, token)
@@ -251,7 +251,7 @@ def cmd_drain(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .live.export import export_state
+    from .live.service.export import export_state
 
     s = export_state(args.state, args.out, overwrite=args.overwrite)
     print(f"{s['num_jobs']} jobs ended on GPUs ({s['failed_jobs']} failed), "
@@ -666,7 +666,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lv.set_defaults(func=cmd_live)
 
-    from .live.endpoints import DEFAULT_LISTEN, DEFAULT_SERVER
+    from .live.service.endpoints import DEFAULT_LISTEN, DEFAULT_SERVER
 
     sv = sub.add_parser(
         "serve",

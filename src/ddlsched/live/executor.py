@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ..core.state import DONE
-from .launch import LOST, JobPoll, Launcher, LaunchError, WorkerSpec
+from .launchers.base import LOST, JobPoll, Launcher, LaunchError, WorkerSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.simulator import Simulator

@@ -283,11 +283,11 @@ def make_launcher(kind: str, ray_address: str | None, cluster: Cluster | None): 
     Ray: local subprocesses, see ``resolve_launcher``)."""
     kind = resolve_launcher(kind, ray_address)
     if kind == "local":
-        from .launch import LocalLauncher
+        from .launchers.local import LocalLauncher
 
         assert cluster is not None
         return LocalLauncher(cluster)
-    from .raylauncher import RayLauncher
+    from .launchers.ray import RayLauncher
 
     if ray_address:
         return RayLauncher.connect(ray_address)

@@ -19,14 +19,15 @@ import json
 import math
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from .jobfile import MAX_RESTARTS, LiveJob
+from ...errors import InputError
+from ..jobfile import MAX_RESTARTS, LiveJob
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -45,6 +46,8 @@ SCHEMA_VERSION = 1
 STATES: tuple[str, ...] = ("queued", "running", "finished", "failed", "cancelled")
 #: The states a job never leaves.
 ENDED: tuple[str, ...] = ("finished", "failed", "cancelled")
+#: The file in the state directory naming the store its ``state.sqlite`` must be.
+STORE_ID_FILE = "store-id"
 #: Seconds a writer waits for another connection's lock before giving up.
 BUSY_TIMEOUT_S = 30.0
 
@@ -195,7 +198,13 @@ class JobStore:
 
     def __init__(self, path: Path | str) -> None:
         directory = Path(path)
-        directory.mkdir(parents=True, exist_ok=True)
+        self.directory = directory
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise InputError(
+                f"cannot make the state directory: {e.strerror}", source=str(directory)
+            ) from None
         self.path = directory / "state.sqlite"
         self._lock = threading.RLock()
         try:
@@ -209,10 +218,22 @@ class JobStore:
             raise InputError(f"cannot open the state store: {e}", source=str(self.path)) from None
         try:
             self._open()
+            self._check_identity()
         except sqlite3.DatabaseError as e:
             self._db.close()
+            text = str(e)
+            if "readonly" in text or "read-only" in text or "unable to open" in text:
+                raise InputError(
+                    f"cannot write the state store ({text}): is the directory read-only?",
+                    source=str(self.path),
+                ) from None
+            if "disk is full" in text or "disk I/O" in text:
+                raise InputError(
+                    f"cannot write the state store: {text}", source=str(self.path)
+                ) from None
             raise InputError(
-                f"not a ddlsched state store (SQLite: {e})", source=str(self.path)
+                f"not a ddlsched state store, or a damaged one (SQLite: {text})",
+                source=str(self.path),
             ) from None
         except BaseException:
             self._db.close()
@@ -248,6 +269,55 @@ class JobStore:
                 if statement.strip():
                     cur.execute(statement)
             cur.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+
+    def _check_identity(self) -> None:
+        """The store knows itself (issue #27): ``PRAGMA quick_check`` must answer ok, and the
+        database's id must be the one the directory recorded (``store-id``), so that an
+        emptied, replaced or foreign ``state.sqlite`` is refused instead of being taken for a
+        new store (whose job 2 would resume the old job 2's checkpoint)."""
+        db = self._db
+        with self._lock:
+            try:
+                check = "; ".join(r[0] for r in db.execute("PRAGMA quick_check"))
+            except sqlite3.DatabaseError as e:  # a damaged page it could not even walk
+                check = str(e)
+        if check != "ok":
+            raise InputError(
+                f"the state store is damaged (quick_check: {check[:200]}): restore it from a "
+                "copy, or start the service with a new --state",
+                source=str(self.path),
+            )
+        marker = self.directory / STORE_ID_FILE
+        try:
+            recorded = marker.read_text(encoding="ascii").strip() if marker.exists() else None
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputError(f"cannot read the store's id: {e}", source=str(marker)) from None
+        with self._write() as cur:
+            cur.execute("CREATE TABLE IF NOT EXISTS store_identity (id TEXT NOT NULL)")
+            rows = cur.execute("SELECT id FROM store_identity").fetchall()
+            had_jobs = cur.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] > 0
+            if rows:
+                ident = rows[0][0]
+            elif recorded is not None and not had_jobs:
+                raise InputError(
+                    f"state.sqlite is new or was emptied, but this directory held store "
+                    f"{recorded}: restore its state.sqlite, or start with a new --state",
+                    source=str(self.path),
+                )
+            else:  # a new store, or one written before stores had ids
+                ident = recorded or uuid.uuid4().hex
+                cur.execute("INSERT INTO store_identity (id) VALUES (?)", (ident,))
+        if recorded is not None and recorded != ident:
+            raise InputError(
+                f"state.sqlite is store {ident}, but this directory held store {recorded}: "
+                "a replaced or foreign database; restore the right one or use a new --state",
+                source=str(self.path),
+            )
+        if recorded is None:
+            from ...core.results import atomic_write_bytes
+
+            atomic_write_bytes(marker, (ident + "\n").encode("ascii"))
+        self.identity = ident
 
     # ------------------------------------------------------------------ plumbing
     @contextmanager
@@ -459,9 +529,10 @@ class JobStore:
         a new attempt), else False: it is failed with ``reason``."""
         t = _time(now)
         with self._write() as cur:
-            state, _a, failures, max_restarts = self._state(cur, job_id)
-            # queued: it crashed just before its preemption's stop was asked
-            self._require(job_id, state, ("running", "queued"), "record a crash of")
+            state, attempt, failures, max_restarts = self._state(cur, job_id)
+            # queued after a run: it crashed just before its preemption's stop was asked
+            allowed = ("running", "queued") if attempt >= 0 else ("running",)
+            self._require(job_id, state, allowed, "record a crash of")
             failures += 1
             again = failures <= max_restarts
             cur.execute("UPDATE jobs SET failures = ? WHERE id = ?", (failures, job_id))

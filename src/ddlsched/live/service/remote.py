@@ -10,9 +10,9 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from ..errors import InputError
+from ...errors import InputError
+from ..jobfile import LiveJob
 from .endpoints import DEFAULT_SERVER
-from .jobfile import LiveJob
 
 __all__ = ["DEFAULT_SERVER", "ServiceClient", "job_payload"]
 

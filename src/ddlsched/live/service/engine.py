@@ -1,6 +1,6 @@
 """The live service's engine: the real-time engine that never runs out of jobs (they are
 submitted while it runs, cancelled, drained) and the live executor that commits every decision
-to the service's :class:`~ddlsched.live.store.JobStore` before it acts on it (docs/live.md,
+to the service's :class:`~ddlsched.live.service.store.JobStore` before it acts on it (docs/live.md,
 "Operating the service").
 
 Commit-before-act, per decision: start → ``store.start`` then launch (then the processes' ids
@@ -19,12 +19,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..core.job import JobSpec
-from ..core.realtime import RealtimeSimulator
-from ..core.state import DONE, JobState
-from .backend import LiveBackend
-from .executor import CANCEL, HUNG, PREEMPT, RUNNING, LiveExecutor, LiveRun  # noqa: F401
-from .launch import end_process_group, process_start_time
+from ...core.job import JobSpec
+from ...core.realtime import RealtimeSimulator
+from ...core.state import DONE, JobState
+from ..backend import LiveBackend
+from ..executor import CANCEL, HUNG, PREEMPT, RUNNING, LiveExecutor, LiveRun  # noqa: F401
+from ..launchers.base import end_process_group, process_start_time
 from .store import JobStore, StateError, StoredJob
 
 if TYPE_CHECKING:  # pragma: no cover

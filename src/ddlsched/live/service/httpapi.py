@@ -13,19 +13,50 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qs, urlsplit
 
-from ..errors import InputError, one_line
+from ...errors import InputError, one_line
+from ..jobfile import check_commands, jobs_from_records
+from ..run import check_fits
 from .history import metrics_text, overview
-from .jobfile import check_commands, jobs_from_records
-from .run import check_fits
 from .store import STATES, StateError, StoredJob, UnknownJobError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .service import Service
+    import queue
 
-__all__ = ["job_record", "start_server"]
+    from ...core.cluster import Cluster
+    from .store import JobStore
+
+
+class ServiceView(Protocol):
+    """What the API sees of the running service (``server.Service`` is one): the HTTP layer
+    reads the store and posts to the loop's inbox; it never calls up into the service."""
+
+    host: str
+    port: int
+    url: str
+    token: str | None
+    ready: bool
+    draining: bool
+    store: JobStore | None
+    cluster: Cluster | None
+    executor: Any
+    inbox: queue.Queue[tuple[str, Any]]
+
+    @property
+    def max_body(self) -> int: ...
+
+    def service_info(self) -> dict[str, object]: ...
+
+    def busy_gpus(self) -> int: ...
+
+    def host_allowed(self, host: str | None) -> bool: ...
+
+    def origins(self) -> set[str]: ...
+
+
+__all__ = ["ServiceView", "job_record", "start_server"]
 
 
 class _Refused(Exception):
@@ -71,7 +102,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "ddlsched"
     protocol_version = "HTTP/1.1"
     timeout = REQUEST_TIMEOUT_S
-    service: Service  # set on the subclass made per server
+    service: ServiceView  # set on the subclass made per server
 
     # ------------------------------------------------------------------ plumbing
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
@@ -145,10 +176,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             raise _Refused(400, f"bad Content-Length {length[:40]!r}")
         n = int(length)
-        if n > self.service.cfg.max_body:
+        if n > self.service.max_body:
             self.close_connection = True  # the unread body must not be parsed as a request
             raise _Refused(413, f"request body of {n} bytes exceeds the limit of "
-                                f"{self.service.cfg.max_body} bytes")  # fmt: skip
+                                f"{self.service.max_body} bytes")  # fmt: skip
         raw = self.rfile.read(n)
         try:
             return json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
@@ -263,7 +294,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, text.encode("utf-8"), "text/plain; version=0.0.4; charset=utf-8")
 
 
-def _overview(svc: Service) -> dict[str, object]:
+def _overview(svc: ServiceView) -> dict[str, object]:
     store = svc.store
     assert store is not None
     executor = svc.executor
@@ -335,7 +366,7 @@ class _BoundedServer(ThreadingHTTPServer):
             self._slots.release()
 
 
-def start_server(service: Service) -> ThreadingHTTPServer:
+def start_server(service: ServiceView) -> ThreadingHTTPServer:
     """Bind the service's address and serve in a daemon thread; the server (``shutdown`` it)."""
     handler = type("Handler", (_Handler,), {"service": service})
     try:

@@ -11,9 +11,9 @@ import json
 import shlex
 from pathlib import Path
 
-from .. import __version__
-from ..core.cluster import Cluster, Server
-from ..errors import InputError
+from ... import __version__
+from ...core.cluster import Cluster, Server
+from ...errors import InputError
 from .history import arrival_of, origin_of, run_result
 from .store import JobStore
 
@@ -53,8 +53,8 @@ def cluster_of(record: dict, source: str) -> Cluster:
 def export_state(state: str | Path, out: str | Path, overwrite: bool = False) -> dict:
     """Write the run directory of the service state ``state`` to ``out`` (all-or-nothing);
     its summary."""
-    from ..core.results import write_result_files
-    from ..core.rundir import output_dir, write_file
+    from ...core.results import write_result_files
+    from ...core.rundir import output_dir, write_file
 
     state = Path(state)
     if not (state / "state.sqlite").is_file():

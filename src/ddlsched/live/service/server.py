@@ -22,17 +22,18 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
-from .. import __version__
-from ..core.cluster import Cluster
-from ..errors import InputError
-from ..settings import Settings
+from ... import __version__
+from ...core.cluster import Cluster
+from ...errors import InputError
+from ...settings import Settings
+from ..executor import EventLog
+from ..launchers.base import descendants, end_process_group, process_start_time
+from ..run import check_fits, make_launcher, resolve_launcher, to_specs
 from .endpoints import DEFAULT_LISTEN
 from .engine import ServiceBackend, ServiceExecutor, ServiceSimulator
-from .executor import EventLog
 from .export import SERVICE_FILE
 from .history import histories, origin_of
-from .launch import descendants, end_process_group, process_start_time
-from .run import check_fits, make_launcher, resolve_launcher, to_specs
+from .httpapi import start_server
 from .store import ENDED, JobStore, StoredJob
 
 __all__ = ["DEFAULT_LISTEN", "ServeConfig", "Service", "parse_listen"]
@@ -176,7 +177,7 @@ class Service:
             )
 
     def _record(self, cluster: Cluster, resolved: dict) -> None:
-        from ..core.results import atomic_write_bytes
+        from ...core.results import atomic_write_bytes
 
         cfg = self.cfg
         record = {
@@ -227,9 +228,8 @@ class Service:
     def run(self) -> int:
         """Serve until drained (exit 0) or SIGTERM/SIGINT (running jobs are stopped, to be
         requeued at the next start; exit 0)."""
-        from ..api import build_simulator
-        from ..core.cluster_io import load_cluster
-        from .httpapi import start_server
+        from ...api import build_simulator
+        from ...core.cluster_io import load_cluster
 
         cfg = self.cfg
         if cfg.ray_address is None and not cfg.cluster:
@@ -330,7 +330,7 @@ class Service:
         ``--local``), not the jobs' workers (sessions of their own: recovery stops those
         gracefully). Written when the set changes; :meth:`_take_inbox` looks again every
         ``HELPERS_REFRESH_S``, since Ray starts agents and worker hosts after ``ray.init``."""
-        from ..core.results import atomic_write_bytes
+        from ...core.results import atomic_write_bytes
 
         self._helpers_at = time.monotonic()
         helpers = descendants(os.getpid(), session=os.getsid(0))
@@ -341,12 +341,17 @@ class Service:
         atomic_write_bytes(self.state / HELPERS_FILE, (json.dumps(doc) + "\n").encode())
 
     def _write_endpoint(self) -> None:
-        from ..core.results import atomic_write_bytes
+        from ...core.results import atomic_write_bytes
 
         doc = {"url": self.url, "pid": os.getpid(), "version": __version__, "ready": self.ready}
         atomic_write_bytes(self.state / ENDPOINT_FILE, (json.dumps(doc) + "\n").encode())
 
     # ------------------------------------------------------------------ for the HTTP threads
+    @property
+    def max_body(self) -> int:
+        """The largest request body the API reads (bytes)."""
+        return self.cfg.max_body
+
     def host_names(self) -> set[str]:
         """The ``Host`` values a request may carry: the listening address and, on loopback,
         its usual names, each with the port (and without it for port 80)."""

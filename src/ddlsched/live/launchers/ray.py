@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.cluster import Cluster, Server
-from .launch import (
+from ...core.cluster import Cluster, Server
+from .base import (
     LOST,
     Capacity,
     JobPoll,

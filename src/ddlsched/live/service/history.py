@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..core.cluster import Cluster
-from ..core.job import JobSpec
-from ..core.results import SimResult, build_result
-from ..core.state import DONE, JobState, Segment
+from ...core.cluster import Cluster
+from ...core.job import JobSpec
+from ...core.results import SimResult, build_result
+from ...core.state import DONE, JobState, Segment
 from .store import ENDED, Event, StoredJob
 
 __all__ = ["JobHistory", "histories", "metrics_text", "origin_of", "overview", "run_result"]
@@ -122,7 +122,7 @@ def run_result(
 
 
 def _placeholder():  # noqa: ANN202 - a ModelSpec
-    from ..workloads.trace_formats import placeholder_model
+    from ...workloads.trace_formats import placeholder_model
 
     return placeholder_model("live")
 
