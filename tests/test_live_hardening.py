@@ -135,3 +135,61 @@ def test_status_shows_a_jobs_control_characters_escaped(home) -> None:  # noqa: 
         assert "\r" not in out.stdout and "\x1b" not in out.stdout, out.stdout
         assert "forged line" in out.stdout and "\\r\\n" in out.stdout
         assert not any(line.lstrip().startswith("9  finished") for line in out.stdout.splitlines())
+
+
+DAEMON = """\
+import os, sys, time
+tag, mode = sys.argv[1], sys.argv[2]
+if os.fork() == 0:  # the classic double fork: out of the worker's session and group
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(300)", tag])
+    os._exit(0)
+time.sleep(0.5)
+if mode == "wait":
+    time.sleep(300)
+"""
+
+
+def _tagged(tag: str) -> list[int]:
+    from _processes import cmdlines
+
+    return [pid for pid, cmd in cmdlines().items() if tag in cmd and "sleep" in cmd]
+
+
+def _gone(tag: str, timeout: float = 15.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    left = _tagged(tag)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = _tagged(tag)
+    return left
+
+
+def test_a_jobs_daemon_ends_with_the_job(home) -> None:  # noqa: F811
+    """Issue #27 item 5: a job that forks, setsids and forks again left a process running
+    after it finished, was cancelled or the service drained (on a GPU node it would hold the
+    GPU the scheduler hands to the next job). The service is the daemons' subreaper and ends
+    what carries an ended worker's token."""
+    import sys
+
+    path, tag, _ = home
+    (path / "daemon.py").write_text(DAEMON)
+    svc = serve(home)
+    # finished
+    (a,) = svc.submit({"command": [sys.executable, "daemon.py", tag + "a", "exit"], "gpus": 1})
+    assert svc.wait_ended([a], timeout=30)[a]["state"] == "finished"
+    assert _gone(tag + "a") == [], "the finished job's daemon lives on"
+    # cancelled
+    (b,) = svc.submit({"command": [sys.executable, "daemon.py", tag + "b", "wait"], "gpus": 1})
+    deadline = time.monotonic() + 30
+    while not _tagged(tag + "b"):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert svc.call("DELETE", f"/jobs/{b}")[0] == 200
+    assert _gone(tag + "b") == [], "the cancelled job's daemon lives on"
+    # drained
+    (c,) = svc.submit({"command": [sys.executable, "daemon.py", tag + "c", "exit"], "gpus": 1})
+    svc.wait_ended([c], timeout=30)
+    assert svc.drain() == 0
+    assert _gone(tag + "c", timeout=5) == []

@@ -286,6 +286,9 @@ class LiveExecutor:
     # ------------------------------------------------------------------ Polls
     def poll(self) -> None:
         """Read every job's live processes: progress, and exits (each an attempt's end)."""
+        sweep = getattr(self.launcher, "sweep", None)
+        if sweep is not None:
+            sweep()  # processes ended workers left behind (local launcher)
         live = [i for i, r in self.runs.items() if r.running and r.launch_error is None]
         polls: dict[int, JobPoll] = {}
         many = getattr(self.launcher, "poll_many", None)

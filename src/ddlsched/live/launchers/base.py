@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -349,15 +350,98 @@ def _zombie(pid: int) -> bool:
         return True
 
 
+# ------------------------------------------------------------------ containment (issue #27)
+#: the environment variable that marks every process a worker starts, daemons included: a
+#: token per worker process, so what it left behind is found by id, never by name
+TOKEN_ENV = "DDLSCHED_WORKER_TOKEN"
+#: seconds after a worker ended during which its token is still looked for (a daemon it
+#: forked may detach a moment after the worker's exit)
+STRAY_WINDOW_S = 10.0
+_strays: dict[str, float] = {}  # token of an ended worker → until when it is looked for
+_seen_strays: set[int] = set()  # pids of strays this process killed: reaped once they are gone
+_workers: set[int] = set()  # pids of this process's running workers (never reaped here)
+_subreaper: bool | None = None
+
+
+def become_subreaper() -> bool:
+    """Make this process the child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``): a process a
+    worker leaves behind (fork, ``setsid``, fork again) is reparented here rather than to
+    init, so it stays ours to end. Whether it holds (False elsewhere)."""
+    global _subreaper
+    if _subreaper is None:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            _subreaper = libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER = 36
+        except (OSError, AttributeError):
+            _subreaper = False
+    return _subreaper
+
+
+def _environ_has(pid: int, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return marker in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def sweep_strays(now: float | None = None) -> int:
+    """End (SIGKILL) every process still carrying the token of a worker that has ended, and
+    reap the zombies of those that were reparented to this process; the number ended. Cheap
+    when no worker ended recently (nothing is read)."""
+    now = time.monotonic() if now is None else now
+    for token, until in list(_strays.items()):
+        if until < now:
+            del _strays[token]
+    ended = 0
+    if _strays:
+        markers = {f"{TOKEN_ENV}={t}".encode() for t in _strays}
+        me = os.getpid()
+        try:
+            pids = [int(e) for e in os.listdir("/proc") if e.isdigit()]
+        except OSError:
+            pids = []
+        for pid in pids:
+            if pid == me or pid in _workers:
+                continue
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    env = set(f.read().split(b"\0"))
+            except OSError:
+                continue
+            if env & markers:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    ended += 1
+                    _seen_strays.add(pid)
+                except (ProcessLookupError, PermissionError):
+                    pass
+    for pid in list(_seen_strays):  # reparented to us: reap, else they stay zombies
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # not our child (init reaps it) or reaped already
+            _seen_strays.discard(pid)
+            continue
+        if done:
+            _seen_strays.discard(pid)
+    return ended
+
+
 class WorkerProcess:
     """One worker's process in its own session (so its process group is its pgid = pid).
 
     The group is SIGKILLed once the leader has exited but before it is reaped, so no straggler of
-    the group survives and the pgid cannot have been reused by then."""
+    the group survives and the pgid cannot have been reused by then. What escaped the group
+    (``setsid`` daemons) carries the worker's token (``TOKEN_ENV``) and is ended by
+    ``sweep_strays``: this process is their subreaper."""
 
     def __init__(self, spec: WorkerSpec, env: Mapping[str, str]) -> None:
         self.spec = spec
         self.env = dict(env)
+        self.token = uuid.uuid4().hex
+        self.env[TOKEN_ENV] = self.token
         self._proc: subprocess.Popen[bytes] | None = None
         self.returncode: int | None = None
 
@@ -373,6 +457,7 @@ class WorkerProcess:
         stop.unlink(missing_ok=True)
         log = Path(spec.cwd, spec.log_path)
         log.parent.mkdir(parents=True, exist_ok=True)
+        become_subreaper()
         with open(log, "ab") as out:
             self._proc = subprocess.Popen(
                 list(spec.command),
@@ -384,16 +469,21 @@ class WorkerProcess:
                 start_new_session=True,
                 close_fds=True,
             )
+        _workers.add(self._proc.pid)
         return self._proc.pid
 
     def poll(self) -> int | None:
-        """The exit code once the process has exited (its group then SIGKILLed), else None."""
+        """The exit code once the process has exited (its group then SIGKILLed, what escaped
+        the group swept for ``STRAY_WINDOW_S``), else None."""
         if self.returncode is not None or self._proc is None:
             return self.returncode
         if not self._leader_exited():
             return None
         self._signal_group(signal.SIGKILL)
         self.returncode = self._proc.wait()
+        _workers.discard(self._proc.pid)
+        _strays[self.token] = time.monotonic() + STRAY_WINDOW_S
+        sweep_strays()
         return self.returncode
 
     def progress(self) -> dict | None:

@@ -19,6 +19,7 @@ from .base import (
     claims,
     free_port,
     stop_gang,
+    sweep_strays,
     with_job_gpus,
     worker_env,
 )
@@ -72,6 +73,11 @@ class LocalLauncher(LauncherBase):
         if state.all_exited:
             self._release(job_id, state)
         return state
+
+    def sweep(self) -> None:
+        """End what ended workers left behind (``sweep_strays``); the scheduler calls it on
+        every pass (nothing is read when no worker ended in the last ``STRAY_WINDOW_S``)."""
+        sweep_strays()
 
     def request_stop(self, job_id: int) -> None:
         """Create the stop file and SIGTERM each worker's process group; returns at once."""

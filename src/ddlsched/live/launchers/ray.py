@@ -37,6 +37,7 @@ from .base import (
     check_gang,
     claims,
     free_port,
+    sweep_strays,
     with_job_gpus,
     worker_env,
 )
@@ -102,6 +103,7 @@ class WorkerHost:
                 out.append((LOST, None))
             else:
                 out.append((proc.poll(), proc.progress() if key in want else None))
+        sweep_strays()  # what ended workers on this host left behind
         return out
 
     def terminate(self, keys: list[Key]) -> None:
