@@ -193,3 +193,81 @@ def test_a_jobs_daemon_ends_with_the_job(home) -> None:  # noqa: F811
     svc.wait_ended([c], timeout=30)
     assert svc.drain() == 0
     assert _gone(tag + "c", timeout=5) == []
+
+
+def test_a_chatty_job_cannot_fill_the_disk_with_its_log(home, monkeypatch) -> None:  # noqa: F811
+    """Issue #27 item 4: a job writing 1 GB to stdout left 1.1 GB in the state directory.
+    The log is cut to its tail once past the cap (here 256 KB, through the service's
+    environment; 64 MB by default)."""
+    import sys
+
+    path, tag, _ = home
+    monkeypatch.setenv("DDLSCHED_LOG_CAP_BYTES", str(256 << 10))
+    chatty = "import sys\nfor i in range(400000):\n    print('x' * 60, i)\n"
+    (path / "chatty.py").write_text(chatty)
+    svc = serve(home)
+    (a,) = svc.submit({"command": [sys.executable, "chatty.py", tag], "gpus": 1})
+    assert svc.wait_ended([a], timeout=60)[a]["state"] == "finished"
+    log = path / "state" / "jobs" / str(a) / "attempt-0" / "rank-0.log"
+    text = log.read_text()
+    assert len(text) < 2 << 20, len(text)  # 400,000 lines ≈ 26 MB written
+    assert "[ddlsched: log over" in text and text.rstrip().endswith("399999")
+
+
+def test_the_service_keeps_a_disk_reserve(home) -> None:  # noqa: F811
+    from test_live_service import cli
+
+    path, tag, _ = home
+    out = cli(path, "serve", "--cluster", "tiny", "--local", "--policy", "fifo", "--state",
+              "s", "--min-free-mb", "1e12")  # fmt: skip
+    assert out.returncode == 2 and "--min-free-mb" in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_no_job_starts_while_the_disk_is_low(tmp_path) -> None:
+    """The engine's gate (``ServiceSimulator.may_start``, fed by ``Service.disk_low``): while
+    it says no, the policy is not called and nothing launches; then the queue moves."""
+    from ddlsched.api import build_simulator
+    from ddlsched.core.cluster import Cluster
+    from ddlsched.live.jobfile import LiveJob
+    from ddlsched.live.launchers.local import LocalLauncher
+    from ddlsched.live.service.engine import ServiceBackend, ServiceExecutor
+    from ddlsched.live.service.server import ServeConfig, Service
+    from ddlsched.live.service.store import JobStore
+
+    said: list[str] = []
+    service = Service(
+        ServeConfig(state=str(tmp_path / "s"), policy="fifo", min_free_mb=1e12), say=said.append
+    )
+    assert service.disk_low() and "no job starts" in said[-1]
+    cluster = Cluster.homogeneous(1, 1)
+    with JobStore(tmp_path / "s") as store, LocalLauncher(cluster) as launcher:
+        ex = ServiceExecutor(launcher, store, tmp_path / "s", grace=1.0, hang_timeout=None)
+        sim = build_simulator(cluster, [], "fifo", backend=ServiceBackend(ex))
+        (jid,) = store.submit([LiveJob(job_id=0, arrival=0.0, gpus=1, command=("true",))], 0.0)
+        stored = store.job(jid)
+        ex.add(stored)
+        from ddlsched.live.run import to_specs
+
+        spec = to_specs([stored.job], 1.0)[0]
+        from dataclasses import replace
+
+        sim.add_job(replace(spec, job_id=jid))
+        sim.may_start = lambda: False
+
+        import heapq
+
+        while sim._heap:  # the arrival
+            _, _, handler, args = heapq.heappop(sim._heap)
+            handler(*args)
+        sim._policy_pass()
+        assert not sim.running and store.job(jid).state == "queued"
+        sim.may_start = lambda: True
+        sim._policy_pass()
+        assert jid in sim.running and store.job(jid).state == "running"
+        deadline = time.monotonic() + 10
+        while store.job(jid).state == "running":
+            assert time.monotonic() < deadline
+            ex.poll()
+            time.sleep(0.05)
+        assert store.job(jid).state == "finished"

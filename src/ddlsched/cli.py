@@ -139,6 +139,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         settings=Settings.from_mapping(_parse_sets(args.set or [])),
         grace=args.grace,
         hang_timeout=args.hang_timeout,
+        min_free_mb=args.min_free_mb,
         seed=args.seed or 0,
     )
     _jobs_first_on_path()
@@ -686,6 +687,9 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--hang-timeout", type=float_arg, default=600.0, metavar="S",
                     help="a job that reported progress and then none for S seconds is hung: "
                     "restarted from its checkpoint (default 600; 0: never)")  # fmt: skip
+    sv.add_argument("--min-free-mb", type=float_arg, default=512.0, metavar="MB",
+                    help="free disk space the state directory must keep: the service does not "
+                    "start below it and starts no job while below it (default 512)")  # fmt: skip
     sv.add_argument("--ray-address", metavar="ADDR", help="use this Ray cluster's GPUs")
     sv.add_argument("--local", action="store_true", help="plain subprocesses instead of Ray")
     sv.add_argument("--seed", type=int_arg, help="seed of the policy's randomness (default 0)")

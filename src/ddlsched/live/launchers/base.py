@@ -354,6 +354,11 @@ def _zombie(pid: int) -> bool:
 #: the environment variable that marks every process a worker starts, daemons included: a
 #: token per worker process, so what it left behind is found by id, never by name
 TOKEN_ENV = "DDLSCHED_WORKER_TOKEN"
+#: a worker's log (its stdout and stderr) is cut to its last ``LOG_KEEP_BYTES`` once it
+#: passes ``LOG_CAP_BYTES`` (environment ``DDLSCHED_LOG_CAP_BYTES`` of the scheduler's process
+#: overrides it), looked at every poll: one job cannot fill the disk with output
+LOG_CAP_BYTES = 64 << 20
+LOG_KEEP_BYTES = 1 << 20
 #: seconds after a worker ended during which its token is still looked for (a daemon it
 #: forked may detach a moment after the worker's exit)
 STRAY_WINDOW_S = 10.0
@@ -478,9 +483,11 @@ class WorkerProcess:
         if self.returncode is not None or self._proc is None:
             return self.returncode
         if not self._leader_exited():
+            self.cap_log()
             return None
         self._signal_group(signal.SIGKILL)
         self.returncode = self._proc.wait()
+        self.cap_log()  # what it wrote since the last look
         _workers.discard(self._proc.pid)
         _strays[self.token] = time.monotonic() + STRAY_WINDOW_S
         sweep_strays()
@@ -488,6 +495,32 @@ class WorkerProcess:
 
     def progress(self) -> dict | None:
         return read_last_json(Path(self.spec.cwd, self.spec.progress_path))
+
+    def cap_log(self, cap: int | None = None) -> int:
+        """Keep the worker's log under ``LOG_CAP_BYTES``: past it, the log is cut to its last
+        ``LOG_KEEP_BYTES`` behind a line saying how much was dropped (the worker appends, so
+        it writes on at the new end). Bytes dropped (0: under the cap)."""
+        if cap is None:
+            try:
+                cap = int(os.environ.get("DDLSCHED_LOG_CAP_BYTES", LOG_CAP_BYTES))
+            except ValueError:
+                cap = LOG_CAP_BYTES
+        path = Path(self.spec.cwd, self.spec.log_path)
+        try:
+            size = path.stat().st_size
+            if size <= cap:
+                return 0
+            keep = min(LOG_KEEP_BYTES, cap // 2)
+            with open(path, "r+b") as f:
+                f.seek(size - keep)
+                tail = f.read(keep)
+                f.seek(0)
+                f.truncate(0)
+                note = f"[ddlsched: log over {cap} bytes: {size - keep} bytes dropped]\n"
+                f.write(note.encode() + tail)
+            return size - keep
+        except OSError:
+            return 0
 
     def terminate(self) -> None:
         """Ask to stop: create the stop file, SIGTERM the process group."""

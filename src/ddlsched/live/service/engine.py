@@ -168,6 +168,9 @@ class ServiceSimulator(RealtimeSimulator):
         self.draining = False
         self.stop_requested = False
         self.between: Callable[[], None] | None = None
+        #: whether jobs may start now (False: the disk is nearly full); the policy is then not
+        #: called, running jobs go on
+        self.may_start: Callable[[], bool] = lambda: True
         #: the error of a policy that raised (it is called no more), and who hears of it
         self.policy_error: str | None = None
         self.on_policy_error: Callable[[str], None] | None = None
@@ -210,6 +213,8 @@ class ServiceSimulator(RealtimeSimulator):
         self._dirty = True
 
     def _policy_pass(self) -> None:
+        if not self.may_start():
+            return  # stays dirty: the policy runs once jobs may start again
         if self.policy_error is None:
             try:
                 super()._policy_pass()
@@ -226,7 +231,12 @@ class ServiceSimulator(RealtimeSimulator):
     def _round(self, interval: float, tick: bool = False) -> None:
         if self.stop_requested:
             return
-        if not self.draining and self.policy_error is None and (self.queue or self.running):
+        if (
+            not self.draining
+            and self.policy_error is None
+            and (self.queue or self.running)
+            and self.may_start()
+        ):
             try:
                 super()._round(interval, tick)  # the policy's round; it schedules the next
             except Exception as e:  # noqa: BLE001

@@ -14,6 +14,7 @@ import fcntl
 import json
 import os
 import queue
+import shutil
 import signal
 import threading
 import time
@@ -97,6 +98,9 @@ class ServeConfig:
     hang_timeout: float | None = 600.0
     poll_interval: float = 0.2
     max_body: int = 1 << 20
+    #: free space (MB) the state directory's file system must keep: below it the service
+    #: does not start, and starts no job (running ones go on) until space is back
+    min_free_mb: float = 512.0
     seed: int = 0
 
 
@@ -114,7 +118,11 @@ class Service:
                 "must then carry the token",
                 field="--listen",
             )
-        for name, value in (("--grace", cfg.grace), ("--hang-timeout", cfg.hang_timeout or 0)):
+        for name, value in (
+            ("--grace", cfg.grace),
+            ("--hang-timeout", cfg.hang_timeout or 0),
+            ("--min-free-mb", cfg.min_free_mb),
+        ):
             if value < 0:
                 raise InputError("must be ≥ 0 seconds", field=name)
         self.state = Path(cfg.state)
@@ -131,6 +139,8 @@ class Service:
         self._lock_file: IO[str] | None = None
         self._helpers: list[tuple[int, int]] | None = None  # as last recorded
         self._helpers_at = 0.0
+        self._disk_at = -1e9
+        self._disk_low = False
 
     # ------------------------------------------------------------------ start-up
     def _lock(self) -> None:
@@ -237,6 +247,13 @@ class Service:
         cluster = load_cluster(cfg.cluster) if cfg.cluster and not cfg.ray_address else None
         self.cfg = cfg = replace(cfg, launcher=resolve_launcher(cfg.launcher, cfg.ray_address))
         self._lock()
+        free = self.free_mb()
+        if free is not None and free < cfg.min_free_mb:
+            raise InputError(
+                f"only {free:.0f} MB free where the state directory is, below --min-free-mb "
+                f"{cfg.min_free_mb:g}: free space first (a full disk would stop the store)",
+                source=str(self.state),
+            )
         self.store = store = JobStore(self.state)
         launcher = None
         server = None
@@ -275,6 +292,7 @@ class Service:
                     ran = sum((e if e is not None else s) - s for s, e, _ in hist[j.id].segments)
                     self._add(j, attained=ran)
             sim.between = self._take_inbox
+            sim.may_start = lambda: not self.disk_low()
             sim.on_policy_error = lambda text: self.say(
                 f"ddlsched serve: error: the policy failed ({text}); no job starts until the "
                 "service is restarted with a working policy"
@@ -346,6 +364,35 @@ class Service:
         doc = {"url": self.url, "pid": os.getpid(), "version": __version__, "ready": self.ready}
         atomic_write_bytes(self.state / ENDPOINT_FILE, (json.dumps(doc) + "\n").encode())
 
+    def free_mb(self) -> float | None:
+        """Free space (MB) of the state directory's file system (None where unknown); of its
+        nearest existing parent before the directory is made."""
+        where = self.state.absolute()
+        while not where.exists() and where.parent != where:
+            where = where.parent
+        try:
+            return shutil.disk_usage(where).free / 2**20
+        except OSError:
+            return None
+
+    def disk_low(self) -> bool:
+        """Whether free space is below ``--min-free-mb`` (looked at most every 2 s): the
+        engine then starts no job; it says so once in the log when it begins and ends."""
+        now = time.monotonic()
+        if now - self._disk_at >= 2.0:
+            self._disk_at = now
+            free = self.free_mb()
+            low = free is not None and free < self.cfg.min_free_mb
+            if low != self._disk_low:
+                self.say(
+                    f"ddlsched serve: {free:.0f} MB free, below --min-free-mb "
+                    f"{self.cfg.min_free_mb:g}: no job starts until space is freed"
+                    if low
+                    else "ddlsched serve: free space is back: jobs start again"
+                )
+            self._disk_low = low
+        return self._disk_low
+
     # ------------------------------------------------------------------ for the HTTP threads
     @property
     def max_body(self) -> int:
@@ -391,6 +438,7 @@ class Service:
             "gpus": self.cluster.num_gpus,
             "draining": self.draining,
             "policy_error": self.sim.policy_error if self.sim is not None else None,
+            "disk_low": self._disk_low,
             "version": __version__,
             "pid": os.getpid(),
         }
