@@ -271,3 +271,27 @@ def test_no_job_starts_while_the_disk_is_low(tmp_path) -> None:
             ex.poll()
             time.sleep(0.05)
         assert store.job(jid).state == "finished"
+
+
+def test_a_long_job_file_is_submitted_in_chunks_all_or_none(home) -> None:  # noqa: F811
+    """Issue #27 item 9: a job file of 30,000 jobs was refused (413). The client submits it
+    in chunks; a chunk refused takes back the ones accepted before it."""
+    from ddlsched.live.jobfile import LiveJob
+    from ddlsched.live.service.remote import SUBMIT_CHUNK_JOBS, ServiceClient
+
+    path, tag, _ = home
+    svc = serve(home, "--policy", "fifo")
+    client = ServiceClient(svc.url)
+    many = [LiveJob(job_id=i, arrival=3600.0, gpus=1, command=("true", tag)) for i in range(30000)]
+    ids = client.submit(many)
+    assert len(ids) == 30000 and ids == sorted(ids) and len(set(ids)) == 30000
+    assert len(svc.jobs()) == 30000
+    # the third chunk holds a job the service refuses (more GPUs than the cluster has)
+    bad = [LiveJob(job_id=i, arrival=3600.0, gpus=1, command=("true", tag))
+           for i in range(3 * SUBMIT_CHUNK_JOBS)]  # fmt: skip
+    bad[2 * SUBMIT_CHUNK_JOBS + 5] = LiveJob(job_id=0, arrival=0.0, gpus=999, command=("true",))
+    with pytest.raises(InputError, match="were cancelled"):
+        client.submit(bad)
+    states = [j["state"] for j in svc.jobs().values()]
+    assert states.count("queued") == 30000  # the first two chunks' jobs were taken back
+    assert states.count("cancelled") == 2 * SUBMIT_CHUNK_JOBS

@@ -28,6 +28,12 @@ def job_payload(job: LiveJob) -> dict[str, Any]:
     return doc
 
 
+#: a long submission goes in chunks of at most this much JSON (the service reads at most
+#: 1 MiB per request) and this many jobs
+SUBMIT_CHUNK_BYTES = 768 << 10
+SUBMIT_CHUNK_JOBS = 2000
+
+
 class ServiceClient:
     """Calls on one service: ``server`` (default $DDLSCHED_SERVER or :data:`DEFAULT_SERVER`),
     ``token`` when the service needs one."""
@@ -62,9 +68,42 @@ class ServiceClient:
                              "running there?", source=self.server) from None  # fmt: skip
 
     def submit(self, jobs: list[LiveJob]) -> list[int]:
-        """Submit ``jobs`` (all or none); their ids."""
-        _, doc = self.call("POST", "/jobs", {"jobs": [job_payload(j) for j in jobs]})
-        return list(doc["ids"])
+        """Submit ``jobs``, all or none; their ids, in the jobs' order. A long job file goes
+        in chunks (``SUBMIT_CHUNK_BYTES`` of JSON, at most ``SUBMIT_CHUNK_JOBS`` jobs each,
+        under the service's body limit); if a chunk is refused, the jobs of the chunks
+        before it are cancelled again and the error names the jobs it refused."""
+        chunks: list[list[dict[str, Any]]] = [[]]
+        size = 0
+        for j in jobs:
+            doc = job_payload(j)
+            n = len(json.dumps(doc)) + 2
+            if chunks[-1] and (
+                size + n > SUBMIT_CHUNK_BYTES or len(chunks[-1]) >= SUBMIT_CHUNK_JOBS
+            ):
+                chunks.append([])
+                size = 0
+            chunks[-1].append(doc)
+            size += n
+        ids: list[int] = []
+        for chunk in chunks:
+            try:
+                _, doc = self.call("POST", "/jobs", {"jobs": chunk})
+            except InputError as e:
+                for job_id in ids:  # all or none: take back what was accepted
+                    try:
+                        self.cancel(job_id)
+                    except InputError:
+                        pass
+                if len(chunks) == 1:
+                    raise
+                first = len(ids)
+                raise InputError(
+                    f"jobs {first}–{first + len(chunk) - 1} of the file were refused ({e}); "
+                    f"the {len(ids)} submitted before them were cancelled",
+                    source=self.server,
+                ) from None
+            ids.extend(doc["ids"])
+        return ids
 
     def jobs(self, states: list[str] | None = None) -> list[dict[str, Any]]:
         path = "/jobs" + (f"?state={','.join(states)}" if states else "")
