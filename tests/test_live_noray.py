@@ -14,8 +14,8 @@ from ddlsched.cli import main
 from ddlsched.core.cluster import Cluster
 from ddlsched.errors import InputError
 from ddlsched.live import run as live_run
-from ddlsched.live import service as live_service
 from ddlsched.live.launchers.local import LocalLauncher
+from ddlsched.live.service import server as live_service
 
 NOTE = (
     "ddlsched: note: Ray is not installed; running the jobs as local subprocesses "

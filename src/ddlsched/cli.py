@@ -83,10 +83,27 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: ``main`` runs as the program (its arguments from the command line), not called by a test or
+#: a library user with its own argument list
+_AS_PROGRAM = False
+
+
+def _own_the_workers() -> None:
+    """``ddlsched live`` / ``serve`` own their jobs' processes: the program becomes their
+    child subreaper (what a worker leaves behind stays in its tree; docs/live.md "Security
+    model"). Only as the program: a caller's process would inherit all its orphans."""
+    if _AS_PROGRAM:
+        from .live.launchers.base import become_subreaper
+
+        become_subreaper()
+
+
 def cmd_live(args: argparse.Namespace) -> int:
     from .live.run import LiveConfig, run_live
     from .progress import ProgressBar
     from .settings import Settings
+
+    _own_the_workers()
 
     cfg = LiveConfig(
         jobs=args.workload,
@@ -143,6 +160,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         seed=args.seed or 0,
     )
     _jobs_first_on_path()
+    _own_the_workers()
     return Service(cfg).run()
 
 
@@ -858,6 +876,8 @@ def _on_signal(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    global _AS_PROGRAM
+    _AS_PROGRAM = argv is None
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

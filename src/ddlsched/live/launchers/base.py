@@ -371,7 +371,10 @@ _subreaper: bool | None = None
 def become_subreaper() -> bool:
     """Make this process the child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``): a process a
     worker leaves behind (fork, ``setsid``, fork again) is reparented here rather than to
-    init, so it stays ours to end. Whether it holds (False elsewhere)."""
+    init, so it stays in our tree (``sweep_strays`` finds it by its token either way, and
+    reaps it). Called by the processes that own workers for good — ``ddlsched live``,
+    ``ddlsched serve``, a Ray worker host — never by a library caller's process, whose other
+    orphans it would inherit. Whether it holds (False elsewhere)."""
     global _subreaper
     if _subreaper is None:
         try:
@@ -462,7 +465,6 @@ class WorkerProcess:
         stop.unlink(missing_ok=True)
         log = Path(spec.cwd, spec.log_path)
         log.parent.mkdir(parents=True, exist_ok=True)
-        become_subreaper()
         with open(log, "ab") as out:
             self._proc = subprocess.Popen(
                 list(spec.command),

@@ -34,6 +34,7 @@ from .base import (
     LaunchError,
     WorkerProcess,
     WorkerSpec,
+    become_subreaper,
     check_gang,
     claims,
     free_port,
@@ -56,6 +57,7 @@ class WorkerHost:
     ``Key``; one the host does not know (it was replaced) reads as ``LOST``."""
 
     def __init__(self) -> None:
+        become_subreaper()  # this actor process owns its workers
         self._procs: dict[Key, WorkerProcess] = {}
 
     def ready(self) -> int:
