@@ -26,7 +26,7 @@ from pathlib import Path
 CLUSTER = 'name = "bench-64"\n[[servers]]\nnum_gpus = 8\ncount = 8\n'
 
 
-def client(url: str, n: int, start: mp.Event, out: mp.Queue) -> None:  # type: ignore[type-arg]
+def client(url: str, token: str, n: int, start: mp.Event, out: mp.Queue) -> None:  # type: ignore[type-arg]
     """Submit ``n`` jobs one request at a time; put (ids, latencies) on ``out``."""
     body = json.dumps({"jobs": [{"command": ["true"], "gpus": 1}]}).encode()
     ids, lat = [], []
@@ -34,6 +34,7 @@ def client(url: str, n: int, start: mp.Event, out: mp.Queue) -> None:  # type: i
     for _ in range(n):
         req = urllib.request.Request(url + "/jobs", data=body, method="POST")
         req.add_header("Content-Type", "application/json")
+        req.add_header("Authorization", f"Bearer {token}")
         t = time.perf_counter()
         with urllib.request.urlopen(req, timeout=60) as resp:
             doc = json.loads(resp.read())
@@ -60,17 +61,20 @@ def main() -> None:
         cmd = [sys.executable, "-m", "ddlsched.cli", "serve", "--cluster", "cluster.toml",
                "--local", "--policy", "fifo", "--state", "state", "--listen", "127.0.0.1:0"]  # fmt: skip
         log = open(home / "serve.log", "wb")  # noqa: SIM115
-        proc = subprocess.Popen(cmd, cwd=home, stdout=log, stderr=log)
+        env = dict(os.environ, DDLSCHED_RUNTIME_DIR=str(home / "runtime"))
+        proc = subprocess.Popen(cmd, cwd=home, stdout=log, stderr=log, env=env)
         try:
             endpoint = home / "state" / "endpoint.json"
             deadline = time.monotonic() + 60
-            while not endpoint.exists():
+            while not endpoint.exists() or not json.loads(endpoint.read_text()).get("ready"):
                 if proc.poll() is not None or time.monotonic() > deadline:
                     sys.exit(f"serve did not start: {(home / 'serve.log').read_text()}")
                 time.sleep(0.1)
             url = json.loads(endpoint.read_text())["url"]
+            token = (home / "state" / "token").read_text().strip()  # the service's own
+            auth = {"Authorization": f"Bearer {token}"}
             start, out = mp.Event(), mp.Queue()
-            workers = [mp.Process(target=client, args=(url, per, start, out))
+            workers = [mp.Process(target=client, args=(url, token, per, start, out))
                        for _ in range(args.clients)]  # fmt: skip
             for w in workers:
                 w.start()
@@ -86,13 +90,15 @@ def main() -> None:
             assert all(len(set(r)) == per for r, _ in results)
             deadline = time.monotonic() + 600
             while True:
-                with urllib.request.urlopen(url + "/jobs?state=queued,running", timeout=60) as r:
+                req = urllib.request.Request(url + "/jobs?state=queued,running", headers=auth)
+                with urllib.request.urlopen(req, timeout=60) as r:
                     left = len(json.loads(r.read())["jobs"])
                 if left == 0 or time.monotonic() > deadline:
                     break
                 time.sleep(0.5)
             drained = time.perf_counter() - t0
-            with urllib.request.urlopen(url + "/jobs", timeout=60) as r:
+            req = urllib.request.Request(url + "/jobs", headers=auth)
+            with urllib.request.urlopen(req, timeout=60) as r:
                 jobs = json.loads(r.read())["jobs"]
             finished = sum(j["state"] == "finished" for j in jobs)
             print(f"{total} submissions from {args.clients} clients in {wall:.2f} s: "

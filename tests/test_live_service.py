@@ -85,6 +85,8 @@ class Svc:
                 doc = json.loads(endpoint.read_text())
                 if doc["pid"] == self.proc.pid and doc.get("ready", True):
                     self.url = doc["url"]
+                    if self.token is None and "--no-token" not in self.extra:
+                        self.token = (self.state / "token").read_text().strip()  # its own
                     return self
             except (OSError, ValueError, KeyError):
                 pass
@@ -153,8 +155,11 @@ class Svc:
 
 
 @pytest.fixture
-def home(tmp_path: Path):
-    """A directory with the job script; afterwards no process running it is left."""
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A directory with the job script and the services' runtime files of its own;
+    afterwards no process running it is left."""
+    monkeypatch.setenv("DDLSCHED_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.delenv("DDLSCHED_TOKEN", raising=False)
     tag = f"tag{uuid.uuid4().hex[:10]}"
     (tmp_path / "job.py").write_text(JOB)
     started: list[Svc] = []

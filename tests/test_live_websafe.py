@@ -97,12 +97,13 @@ def test_requests_a_web_page_could_send_are_refused(home) -> None:  # noqa: F811
     assert not marker.exists(), "a refused request ran its command"
     assert svc.jobs() == {}
     # the service's own names and origin still work
+    auth = {"Authorization": f"Bearer {svc.token}"}  # the service's own token (DIR/token)
     for host in (f"127.0.0.1:{port}", f"localhost:{port}"):
-        code, doc = _raw(svc, "GET", "/jobs", None, {"Host": host})
+        code, doc = _raw(svc, "GET", "/jobs", None, {"Host": host, **auth})
         assert code == 200, (host, doc)
     code, doc = _raw(svc, "POST", "/jobs", json.dumps({"jobs": [job(tag, steps=2)]}).encode(),
                      {"Content-Type": "application/json; charset=utf-8",
-                      "Origin": f"http://127.0.0.1:{port}"})  # fmt: skip
+                      "Origin": f"http://127.0.0.1:{port}", **auth})  # fmt: skip
     assert code == 201, doc
     svc.wait_ended(doc["ids"], timeout=30)
 
@@ -186,3 +187,54 @@ def test_a_page_from_another_origin_cannot_submit_drain_or_cancel(home, tmp_path
     code, doc = svc.call("GET", "/health")
     assert code == 200 and doc["draining"] is False, doc  # not drained
     assert svc.call("DELETE", f"/jobs/{victim}")[0] == 200
+
+
+def test_a_token_by_default_that_local_clients_find(home, tmp_path, monkeypatch) -> None:  # noqa: F811
+    """Issue #27: without --token-file the service makes a token of its own (DIR/token, 0600)
+    and requires it even on loopback: another local user cannot submit a command that runs
+    as you. This user's clients find it in the runtime file (0600, in a 0700 directory); a
+    restart keeps it; --no-token is the explicit opt-out."""
+    import stat
+
+    from test_live_service import cli
+
+    from ddlsched.live.service.endpoints import runtime_file
+
+    path, tag, _ = home
+    svc = serve(home)
+    token_file = path / "state" / "token"
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    token = token_file.read_text().strip()
+    assert len(token) >= 32 and svc.token == token
+    no_auth = {"Authorization": ""}
+    assert svc.call("GET", "/jobs", headers=no_auth)[0] == 401
+    body = json.dumps({"jobs": [job(tag, steps=2)]}).encode()
+    code, _ = _raw(svc, "POST", "/jobs", body, {"Content-Type": "application/json"})
+    assert code == 401  # another local user, with no token
+    runtime = runtime_file(svc.url)
+    assert stat.S_IMODE(runtime.stat().st_mode) == 0o600
+    assert stat.S_IMODE(runtime.parent.stat().st_mode) == 0o700
+    # this user's clients: no option needed
+    out = cli(path, "submit", "--command", f"true {tag}", "--gpus", "1", "--server", svc.url)
+    assert out.returncode == 0, out.stderr
+    out = cli(path, "status", "--server", svc.url)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(("0 queued, 1 running", "0 queued, 0 running, 1 finished")), out
+    # a client that does not find it (another user's runtime directory): one line, 401
+    env_other = str(tmp_path / "other-user-runtime")
+    monkeypatch.setenv("DDLSCHED_RUNTIME_DIR", env_other)
+    out = cli(path, "status", "--server", svc.url)
+    assert out.returncode == 2 and "401" in out.stderr and len(out.stderr.splitlines()) == 1
+    monkeypatch.setenv("DDLSCHED_RUNTIME_DIR", str(path / "runtime"))
+    # a restart keeps the token; the runtime file goes with the service
+    svc.stop()
+    assert not runtime.exists()
+    again = serve(home)
+    assert again.token == token
+    assert again.call("GET", "/jobs")[0] == 200
+    again.stop()
+    # --no-token: loopback requests without one are accepted (the opt-out)
+    open_svc = serve(home, "--no-token", state="state2")
+    assert open_svc.token is None
+    assert open_svc.call("GET", "/jobs", headers=no_auth)[0] == 200
+    assert not (path / "state2" / "token").exists()

@@ -157,6 +157,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         grace=args.grace,
         hang_timeout=args.hang_timeout,
         min_free_mb=args.min_free_mb,
+        no_token=args.no_token,
         seed=args.seed or 0,
     )
     _jobs_first_on_path()
@@ -698,7 +699,12 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--listen", default=DEFAULT_LISTEN, metavar="HOST:PORT",
                     help=f"address to listen on (default {DEFAULT_LISTEN}; port 0: any free "
                     "port, written to DIR/endpoint.json); not loopback needs --token-file")  # fmt: skip
-    sv.add_argument("--token-file", metavar="FILE", help="requests must carry this token")
+    sv.add_argument("--token-file", metavar="FILE", help="requests must carry this token "
+                    "(default: a token of the service's own in DIR/token, which this user's "
+                    "clients find by themselves)")  # fmt: skip
+    sv.add_argument("--no-token", action="store_true",
+                    help="accept requests without a token (every local user may then submit "
+                    "commands that run as you; loopback only)")  # fmt: skip
     sv.add_argument("--set", action="append", metavar="KEY=VALUE", help="policy setting")
     sv.add_argument("--grace", type=float_arg, default=10.0, metavar="S",
                     help="seconds a stopped job has to checkpoint before SIGKILL (default 10)")  # fmt: skip

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...errors import InputError
 from ..jobfile import LiveJob
-from .endpoints import DEFAULT_SERVER
+from .endpoints import DEFAULT_SERVER, token_for
 
 __all__ = ["DEFAULT_SERVER", "ServiceClient", "job_payload"]
 
@@ -44,7 +44,9 @@ class ServiceClient:
         if not self.server.startswith(("http://", "https://")):
             raise InputError(f"expected a URL such as {DEFAULT_SERVER}, got {self.server!r}",
                              field="--server")  # fmt: skip
-        self.token = token
+        # no token given: $DDLSCHED_TOKEN, else the one a service of this user left for
+        # this URL (``endpoints.runtime_file``)
+        self.token = token or os.environ.get("DDLSCHED_TOKEN") or token_for(self.server)
         self.timeout = timeout
 
     def call(self, method: str, path: str, body: object = None) -> tuple[int, Any]:

@@ -30,7 +30,7 @@ from ...settings import Settings
 from ..executor import EventLog
 from ..launchers.base import descendants, end_process_group, process_start_time
 from ..run import check_fits, make_launcher, resolve_launcher, to_specs
-from .endpoints import DEFAULT_LISTEN
+from .endpoints import DEFAULT_LISTEN, TOKEN_FILE, runtime_file
 from .engine import ServiceBackend, ServiceExecutor, ServiceSimulator
 from .export import SERVICE_FILE
 from .history import histories, origin_of
@@ -57,6 +57,28 @@ def parse_listen(value: str) -> tuple[str, int]:
         raise InputError(f"expected HOST:PORT such as {DEFAULT_LISTEN}, got {value!r}",
                          field="--listen")  # fmt: skip
     return host, int(port)
+
+
+def own_token(path: Path) -> str:
+    """The service's own token in ``path`` (made at the first start: 32 random bytes, mode
+    0600; kept across restarts so that clients and open status pages keep working)."""
+    import secrets
+
+    try:
+        if path.exists():
+            return read_token(str(path))
+    except InputError:
+        path.unlink(missing_ok=True)  # ours and unusable (mode, length): make a new one
+    token = secrets.token_urlsafe(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(token + "\n")
+    except OSError as e:
+        raise InputError(
+            f"cannot write the service's token: {e.strerror}", source=str(path)
+        ) from None
+    return token
 
 
 def read_token(path: str) -> str:
@@ -101,6 +123,9 @@ class ServeConfig:
     #: free space (MB) the state directory's file system must keep: below it the service
     #: does not start, and starts no job (running ones go on) until space is back
     min_free_mb: float = 512.0
+    #: no token at all (trust every local user; loopback only). Default: a token of the
+    #: service's own in DIR/token unless ``token_file`` names one
+    no_token: bool = False
     seed: int = 0
 
 
@@ -247,6 +272,8 @@ class Service:
         cluster = load_cluster(cfg.cluster) if cfg.cluster and not cfg.ray_address else None
         self.cfg = cfg = replace(cfg, launcher=resolve_launcher(cfg.launcher, cfg.ray_address))
         self._lock()
+        if self.token is None and not cfg.no_token:
+            self.token = own_token(self.state / TOKEN_FILE)
         free = self.free_mb()
         if free is not None and free < cfg.min_free_mb:
             raise InputError(
@@ -263,6 +290,7 @@ class Service:
             server = start_server(self)  # answers 503 "starting" until ready
             self.url = f"http://{_url_host(self.host)}:{server.server_address[1]}"
             self._write_endpoint()
+            self._write_runtime()
             gone = sum(_end_process(pid, start) for pid, start in self._read_helpers())
             if gone:
                 self.say(f"ddlsched serve: ended {gone} helper process(es) a crashed service left")
@@ -308,6 +336,9 @@ class Service:
                 signal.signal(s, on_signal)
             self.say(f"ddlsched serve: {cfg.policy} on {cluster.num_gpus} GPUs, state "
                      f"{self.state}, listening on {self.url}")  # fmt: skip
+            if self.token is not None and self.cfg.token_file is None:
+                self.say(f"ddlsched serve: status page {self.url}/?token={self.token} (the "
+                         f"token is in {self.state / TOKEN_FILE}; local clients find it)")  # fmt: skip
             sim.serve()
             if stop.is_set():
                 self._stop_running()
@@ -320,6 +351,8 @@ class Service:
                 server.shutdown()
                 server.server_close()
             (self.state / ENDPOINT_FILE).unlink(missing_ok=True)
+            if self.url:
+                runtime_file(self.url).unlink(missing_ok=True)
             if launcher is not None:
                 launcher.shutdown()
             store.close()
@@ -363,6 +396,29 @@ class Service:
 
         doc = {"url": self.url, "pid": os.getpid(), "version": __version__, "ready": self.ready}
         atomic_write_bytes(self.state / ENDPOINT_FILE, (json.dumps(doc) + "\n").encode())
+
+    def _write_runtime(self) -> None:
+        """Leave the URL and token for this user's clients (``endpoints.runtime_file``, 0600
+        in a 0700 directory), so ``ddlsched status`` and friends need no token option."""
+        if self.token is None:
+            return
+        path = runtime_file(self.url)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.chmod(path.parent, 0o700)
+            doc = {
+                "url": self.url,
+                "token": self.token,
+                "pid": os.getpid(),
+                "state": str(self.state.resolve()),
+            }
+            fd = os.open(path.with_suffix(".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(json.dumps(doc) + "\n")
+            os.replace(path.with_suffix(".tmp"), path)
+        except OSError as e:
+            self.say(f"ddlsched serve: note: cannot leave the token for local clients in {path} "
+                     f"({e.strerror}): give them --token-file {self.state / TOKEN_FILE}")  # fmt: skip
 
     def free_mb(self) -> float | None:
         """Free space (MB) of the state directory's file system (None where unknown); of its
