@@ -17,3 +17,16 @@ def cmdlines() -> dict[int, str]:
                 continue
             out[int(entry)] = raw.replace(b"\0", b" ").decode(errors="replace")
     return out
+
+
+def tagged_left(tag: str, timeout: float = 15.0) -> list[int]:
+    """The pids whose command line holds ``tag`` once ``timeout`` s passed without them all
+    going (the live tests' "nothing left behind"), [] when none is left."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    left = [p for p, c in cmdlines().items() if tag in c]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = [p for p, c in cmdlines().items() if tag in c]
+    return left

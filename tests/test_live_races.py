@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from _processes import cmdlines
+from _processes import tagged_left
 from test_live_service import ENDED, home, serve  # noqa: F401 - the fixture
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,12 +102,7 @@ def tag():
     """A tag on the jobs' command lines; afterwards none of them may be left running."""
     t = f"race{uuid.uuid4().hex[:8]}"
     yield t
-    deadline = time.monotonic() + 15
-    left = [p for p, c in cmdlines().items() if t in c]
-    while left and time.monotonic() < deadline:
-        time.sleep(0.2)
-        left = [p for p, c in cmdlines().items() if t in c]
-    assert not left, f"job processes left running: {left}"
+    assert tagged_left(t) == [], "job processes left running"
 
 
 def _cluster(tmp: Path, gpus: int) -> str:
@@ -143,15 +138,21 @@ def test_a_job_that_finishes_during_another_jobs_grace_is_not_run_again(tmp_path
     assert first_c < 2 + 4, first_c
 
 
-def test_a_crash_while_stopping_is_a_preemption_not_a_failure(tmp_path, tag) -> None:
+def _preempted_once(tmp_path: Path, tag: str, mode: str, steps: int) -> Path:
+    """Job 0 (``mode``) alone on one GPU, demoted by Tiresias after ≈ 0.7 s and stopped for
+    job 1 (2 short steps) arriving at 1.5 s."""
     jobs = [
-        {"arrival": 0, "gpus": 1, "args": f"crash-on-stop 12 0.25 {tag}"},
+        {"arrival": 0, "gpus": 1, "args": f"{mode} {steps} 0.25 {tag}"},
         {"arrival": 1.5, "gpus": 1, "args": f"steps 2 0.25 {tag}"},
     ]
-    out = _live(
+    return _live(
         tmp_path, jobs, "--cluster", _cluster(tmp_path, 1), "--policy", "tiresias",
         "--set", "interval=0.5", "--set", "tiresias_thresholds=0.0002", "--grace", "4",
     )  # fmt: skip
+
+
+def test_a_crash_while_stopping_is_a_preemption_not_a_failure(tmp_path, tag) -> None:
+    out = _preempted_once(tmp_path, tag, "crash-on-stop", 12)
     ev = _events(out)
     _exactly_once(ev, 2)
     mine = [e for e in ev if e.get("job") == 0]
@@ -163,14 +164,7 @@ def test_a_crash_while_stopping_is_a_preemption_not_a_failure(tmp_path, tag) -> 
 
 
 def test_a_job_done_when_asked_to_stop_is_finished_not_restarted(tmp_path, tag) -> None:
-    jobs = [
-        {"arrival": 0, "gpus": 1, "args": f"done-on-stop 40 0.25 {tag}"},
-        {"arrival": 1.5, "gpus": 1, "args": f"steps 2 0.25 {tag}"},
-    ]
-    out = _live(
-        tmp_path, jobs, "--cluster", _cluster(tmp_path, 1), "--policy", "tiresias",
-        "--set", "interval=0.5", "--set", "tiresias_thresholds=0.0002", "--grace", "4",
-    )  # fmt: skip
+    out = _preempted_once(tmp_path, tag, "done-on-stop", 40)
     ev = _events(out)
     _exactly_once(ev, 2)
     mine = [e for e in ev if e.get("job") == 0]

@@ -19,12 +19,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
-from _processes import cmdlines
+from _processes import tagged_left
 
 from ddlsched.api import build_simulator
 from ddlsched.core.cluster_io import load_cluster
@@ -90,14 +89,10 @@ def _sim_first(sim) -> dict[int, tuple[tuple[int, ...], object]]:  # noqa: ANN00
 
 @pytest.fixture
 def tag():
+    """A tag on the jobs' command lines; afterwards none of them may be left running."""
     t = f"lvs{uuid.uuid4().hex[:8]}"
     yield t
-    deadline = time.monotonic() + 15
-    left = [p for p, c in cmdlines().items() if t in c]
-    while left and time.monotonic() < deadline:
-        time.sleep(0.2)
-        left = [p for p, c in cmdlines().items() if t in c]
-    assert not left, f"job processes left running: {left}"
+    assert tagged_left(t) == [], "job processes left running"
 
 
 @pytest.mark.parametrize(
