@@ -35,6 +35,8 @@ class EngineSettings:
 
     max_jobs_per_gpu: int = 0  # 0 = limited by memory only
     restart_delay: float = 0.0
+    # seconds a preempted trace job keeps its GPUs after the stop request (checkpoint, exit)
+    stop_delay: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ RECORDED_IF_CHANGED = frozenset(
         "gavel_reset_interval",
         "gavel_fifo_quirk",
         "gpu_type_aware",
+        "stop_delay",
     }
 )
 
@@ -301,6 +304,7 @@ class Settings(
         for name in (
             "a",
             "restart_delay",
+            "stop_delay",
             "rescale_delay",
             "interval",
             "horizon",
@@ -323,6 +327,7 @@ class Settings(
             "b",
             "eta",
             "restart_delay",
+            "stop_delay",
             "max_jobs_per_gpu",
             "xi2",
             "alpha",

@@ -295,7 +295,7 @@ class Simulator:
         job.status = RUNNING
         job.gpus = gpus
         job.servers = self.cluster.servers_of(gpus)
-        delay = 0.0 if job.start is None else self.restart_delay
+        delay = 0.0 if job.start is None else self.restart_delay_of(job)
         self.running[job.job_id] = job
         self._epoch += 1
         if configure is not None and config is not None:
@@ -306,6 +306,12 @@ class Simulator:
             self.launch_pending[job.job_id] = (job, delay)
             return
         self._launch(job, delay)
+
+    def restart_delay_of(self, job: JobState) -> float:
+        """Seconds without progress at each restart of ``job``: its own
+        (``JobSpec.restart_delay``) where it has one, else the run's ``restart_delay``."""
+        own = job.spec.restart_delay
+        return self.restart_delay if own is None else own
 
     def _launch(self, job: JobState, delay: float) -> None:
         """Open the job's segment and hand it to the executor (its processes start now)."""

@@ -1,0 +1,126 @@
+"""A simulator calibrated from live runs (issue #26 item 4): per-job restart and stop delays of
+trace jobs (hand-computed JCTs), the generic trace's delay columns, and ``ddlsched replay``."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddlsched.api import Settings, build_simulator, simulate
+from ddlsched.core.cluster import Cluster
+from ddlsched.core.durationexec import DurationExecutor
+from ddlsched.core.job import JobSpec, ModelProfile
+from ddlsched.core.simulator import Simulator
+from ddlsched.errors import InputError
+
+TRACE = ModelProfile("trace", 0.0, 0.0, 0, 0.0, 0.0)
+
+
+def job(i: int, arrival: float, duration: float, gpus: int = 1, **delays: float) -> JobSpec:
+    return JobSpec(i, arrival, gpus, 0, TRACE, duration=duration, **delays)  # type: ignore[arg-type]
+
+
+def tiresias_run(jobs: list[JobSpec], **settings: object):
+    """Tiresias on one GPU, rounds every 10 s, one threshold of 30 GPU-seconds."""
+    s = Settings.from_mapping({"interval": 10, "tiresias_thresholds": str(30 / 3600), **settings})
+    sim = build_simulator(Cluster.homogeneous(1, 1), jobs, "tiresias", settings=s)
+    return sim, sim.run()
+
+
+# ---------------------------------------------------------------------- delays by hand
+def test_no_delays_the_reference_schedule():
+    # A (100 s) from 0; B (20 s) arrives at 10; at the round of 30 A has 30 GPU-s and drops to
+    # queue 1: B runs 30–50, A resumes at 50 with 70 s left → 120. JCTs 120 and 40.
+    _, res = tiresias_run([job(0, 0, 100), job(1, 10, 20)])
+    assert [(j.start, j.finish) for j in res.jobs] == [(0.0, 120.0), (30.0, 50.0)]
+
+
+def test_a_stop_delay_keeps_the_gpu_and_a_restart_delay_costs_time():
+    # the same with A's own stop delay 4 s and restart delay 3 s: A's work stops at 30 but its
+    # GPU is free only at 34, when B starts (20 s → 54); A restarts at 54, works from 57 with
+    # 70 s left → 127. JCTs 127 and 44.
+    jobs = [job(0, 0, 100, stop_delay=4.0, restart_delay=3.0), job(1, 10, 20)]
+    sim, res = tiresias_run(jobs)
+    assert [(j.start, j.finish, j.jct) for j in res.jobs] == [
+        (0.0, 127.0, 127.0),
+        (34.0, 54.0, 44.0),
+    ]
+    segs = [(s.job_id, s.start, s.end) for s in res.segments]
+    assert segs == [(0, 0.0, 34.0), (1, 34.0, 54.0), (0, 54.0, 127.0)]
+    assert res.jobs[0].preemptions == 1
+    # the GPU is held (busy) through both delays: 34 + 20 + 73 = 127 s of 127
+    assert sim.executor.busy_gpu_seconds() == pytest.approx(127.0)
+    assert res.summary["gpu_util"] == pytest.approx(1.0)
+    assert res.summary["gpu_util"] == pytest.approx(res.summary["gpu_held"])
+
+
+def test_the_run_settings_apply_to_jobs_without_their_own_delays():
+    jobs = [job(0, 0, 100), job(1, 10, 20)]
+    _, res = tiresias_run(jobs, stop_delay="4", restart_delay="3")
+    assert [(j.start, j.finish) for j in res.jobs] == [(0.0, 127.0), (34.0, 54.0)]
+    # a job's own delays win over the settings (0 s here: the reference schedule)
+    own = [job(0, 0, 100, stop_delay=0.0, restart_delay=0.0), job(1, 10, 20)]
+    _, res = tiresias_run(own, stop_delay="4", restart_delay="3")
+    assert [(j.start, j.finish) for j in res.jobs] == [(0.0, 120.0), (30.0, 50.0)]
+
+
+class MoveAt:
+    """Starts each waiting job on the first idle GPU; at ``t`` moves job 0 to GPU 1."""
+
+    name = "move-at"
+
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def attach(self, sim: Simulator) -> None:
+        sim.at(self.t, self.move, sim)
+
+    def move(self, sim: Simulator) -> None:
+        a = sim.running[0]
+        sim.preempt(a)
+        sim.start(a, (1,))
+
+    def schedule(self, sim: Simulator) -> None:
+        for j in list(sim.queue):
+            free = [g for g in range(sim.cluster.num_gpus) if not sim.residents[g]]
+            if free:
+                sim.start(j, free[:1])
+
+
+def test_a_job_restarted_while_its_own_stop_is_under_way_waits_for_it():
+    # A (20 s) on GPU 0 is moved to GPU 1 at 10 (stop delay 4, restart delay 3): it holds
+    # GPU 0 until 14, is launched on GPU 1 at 14, works from 17 with 10 s left → 27
+    ex = DurationExecutor()
+    jobs = [job(0, 0, 20, stop_delay=4.0, restart_delay=3.0)]
+    sim = Simulator(Cluster.homogeneous(1, 2), jobs, MoveAt(10.0), ex, max_jobs_per_gpu=1)
+    seen: dict[str, object] = {}
+
+    def probe() -> None:
+        seen["busy"] = [ex.gpu_busy(0), ex.gpu_busy(1)]
+        seen["pending"] = list(sim.launch_pending)
+        seen["draining"] = list(sim.gpu_draining)
+
+    sim.at(12.0, probe)
+    res = sim.run()
+    assert seen == {"busy": [12.0, 0.0], "pending": [0], "draining": [1, 0]}
+    segs = [(s.start, s.end, s.placement) for s in res.segments]
+    assert segs == [(0.0, 14.0, "0:0"), (14.0, 27.0, "0:1")]
+    assert res.jobs[0].finish == 27.0 and res.jobs[0].preemptions == 1
+    assert ex.gpu_busy_done == [14.0, 13.0]
+    assert ex.busy_gpu_seconds() == pytest.approx(27.0)
+
+
+def test_stop_delay_applies_to_trace_jobs_only():
+    s = Settings.from_mapping({"stop_delay": "2"})
+    model_jobs = [JobSpec(0, 0.0, 1, 10, TRACE.__class__("m", 1.0, 1.0, 1, 0.01, 0.01))]
+    with pytest.raises(InputError) as e:
+        simulate(Cluster.homogeneous(1, 1), model_jobs, "srsf1", settings=s)
+    assert e.value.field == "stop_delay" and "trace (duration) jobs" in str(e.value)
+    with pytest.raises(InputError) as e:
+        Settings.from_mapping({"stop_delay": "-1"})
+    assert e.value.field == "stop_delay"
+
+
+def test_default_settings_record_no_stop_delay():
+    # config.json keeps the run ids of runs made before the setting existed
+    assert "stop_delay" not in Settings().sectioned()["engine"]
+    assert Settings.from_mapping({"stop_delay": "2"}).sectioned()["engine"]["stop_delay"] == 2.0
