@@ -3,6 +3,8 @@ trace jobs (hand-computed JCTs), the generic trace's delay columns, and ``ddlsch
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ddlsched.api import Settings, build_simulator, simulate
@@ -124,3 +126,61 @@ def test_default_settings_record_no_stop_delay():
     # config.json keeps the run ids of runs made before the setting existed
     assert "stop_delay" not in Settings().sectioned()["engine"]
     assert Settings.from_mapping({"stop_delay": "2"}).sectioned()["engine"]["stop_delay"] == 2.0
+
+
+# ---------------------------------------------------------------------- the trace columns
+GENERIC = """arrival,num_gpus,duration,name,restart_delay,stop_delay
+0,1,100,a,3,4
+10,1,20,b,,
+"""
+
+
+def test_generic_trace_reads_and_writes_the_delay_columns(tmp_path: Path):
+    from ddlsched.workloads.traces import read_trace, write_trace
+
+    path = tmp_path / "t.csv"
+    path.write_text(GENERIC)
+    jobs = read_trace(path)
+    assert [(j.restart_delay, j.stop_delay) for j in jobs] == [(3.0, 4.0), (None, None)]
+    # the delays act: the hand-worked schedule of the test above
+    _, res = tiresias_run(jobs)
+    assert [(j.start, j.finish) for j in res.jobs] == [(0.0, 127.0), (34.0, 54.0)]
+    for name in ("back.csv", "back.parquet"):
+        write_trace(jobs, tmp_path / name)
+        assert read_trace(tmp_path / name) == jobs
+    header = (tmp_path / "back.csv").read_text().splitlines()[0]
+    assert header.endswith(",restart_delay,stop_delay")
+    # written only when some job has one: other traces keep their columns
+    write_trace([job(0, 0, 5)], tmp_path / "plain.csv")
+    assert "delay" not in (tmp_path / "plain.csv").read_text()
+
+
+@pytest.mark.parametrize(
+    ("cell", "field", "says"),
+    [
+        ("-1", "restart_delay", "must be ≥ 0"),
+        ("x", "restart_delay", "number"),
+        ("nan", "stop_delay", ""),
+        ("2e9", "stop_delay", "outside"),
+    ],
+)
+def test_generic_trace_delay_errors_name_file_line_and_field(
+    tmp_path: Path, cell: str, field: str, says: str
+):
+    from ddlsched.workloads.traces import read_trace
+
+    row = ["0", "1", "5", "a", "", ""]
+    row[4 if field == "restart_delay" else 5] = cell
+    path = tmp_path / "t.csv"
+    path.write_text("arrival,num_gpus,duration,name,restart_delay,stop_delay\n" + ",".join(row))
+    with pytest.raises(InputError) as e:
+        read_trace(path)
+    text = str(e.value)
+    assert e.value.field == field and e.value.line == 2 and str(path) in text
+    assert says in text and "\n" not in text
+
+
+def test_jobs_built_in_code_with_bad_delays_are_refused():
+    with pytest.raises(InputError) as e:
+        simulate(Cluster.homogeneous(1, 1), [job(0, 0, 5, stop_delay=-2.0)], "fifo")
+    assert e.value.field == "stop_delay"
