@@ -128,6 +128,39 @@ def test_default_settings_record_no_stop_delay():
     assert Settings.from_mapping({"stop_delay": "2"}).sectioned()["engine"]["stop_delay"] == 2.0
 
 
+# ---------------------------------------------------------------------- decisions at polls
+def test_ends_seen_at_the_same_poll_are_one_decision():
+    # 2 GPUs; A and B (1 GPU, 10 s and 10.00002 s) from 0; C (2 GPUs, 5 s) at 1, D (1 GPU, 5 s)
+    # at 2. Exact times: A ends first, D backfills its GPU at 10, C waits for D: C 15–20.
+    # Polled every 0.2 s, as a live engine: both ends are seen at the poll of 10.0, C (first
+    # in FIFO order) takes both GPUs 10–15 and D runs 15–20.
+    jobs = [job(0, 0, 10.0), job(1, 0, 10.00002), job(2, 1, 5.0, gpus=2), job(3, 2, 5.0)]
+    two = Cluster.homogeneous(1, 2)
+    exact = simulate(two, jobs, "fifo")
+    assert [j.start for j in exact.jobs[2:]] == [15.0, 10.0]
+    polled = simulate(two, jobs, "fifo", settings={"poll_interval": "0.2"})
+    assert [(j.start, j.finish) for j in polled.jobs] == [
+        (0.0, 10.0),
+        (0.0, 10.0),
+        (10.0, 15.0),
+        (15.0, 20.0),
+    ]
+
+
+def test_polls_follow_the_live_loop():
+    # iterations at 0, every 0.2 s, and at each timed event (the arrival at 0.35 starts a new
+    # phase: 0.35, 0.55, …); an end is seen at the first iteration within 0.1 s before it
+    jobs = [job(0, 0, 0.33), job(1, 0.35, 0.47), job(2, 0.35, 0.44)]
+    res = simulate(Cluster.homogeneous(1, 4), jobs, "fifo", settings={"poll_interval": "0.2"})
+    # job 0: 0.33 → the iteration at 0.35 (≥ 0.23; 0.2 is too early); job 1: 0.82 → 0.75;
+    # job 2: 0.79 → 0.75 (0.69 ≤ 0.75)
+    assert [j.finish for j in res.jobs] == [0.35, 0.75, 0.75]
+    # a stop is seen at a later poll than the one that asked for it, however short
+    jobs = [job(0, 0, 100, stop_delay=0.01), job(1, 10, 20)]
+    sim, res = tiresias_run(jobs, poll_interval="0.2")
+    assert res.jobs[1].start == 30.2 and res.jobs[0].finish == 120.2
+
+
 # ---------------------------------------------------------------------- the trace columns
 GENERIC = """arrival,num_gpus,duration,name,restart_delay,stop_delay
 0,1,100,a,3,4

@@ -37,6 +37,9 @@ class EngineSettings:
     restart_delay: float = 0.0
     # seconds a preempted trace job keeps its GPUs after the stop request (checkpoint, exit)
     stop_delay: float = 0.0
+    # > 0: decide as a live engine that looks at its trace jobs every so many seconds (a
+    # job's end and a stop's completion are seen at the nearest poll; ``ddlsched replay``)
+    poll_interval: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,7 @@ RECORDED_IF_CHANGED = frozenset(
         "gavel_fifo_quirk",
         "gpu_type_aware",
         "stop_delay",
+        "poll_interval",
     }
 )
 
@@ -305,6 +309,7 @@ class Settings(
             "a",
             "restart_delay",
             "stop_delay",
+            "poll_interval",
             "rescale_delay",
             "interval",
             "horizon",
@@ -328,6 +333,7 @@ class Settings(
             "eta",
             "restart_delay",
             "stop_delay",
+            "poll_interval",
             "max_jobs_per_gpu",
             "xi2",
             "alpha",

@@ -88,6 +88,7 @@ class DurationBackend(Backend):
             seed=seed,
             max_jobs_per_gpu=jobs_per_gpu(policy, settings),
             restart_delay=settings.restart_delay,
+            polls_every=settings.poll_interval,
             progress=progress,
             policy_origin=origin,
             builtin_policy=builtin,

@@ -105,7 +105,7 @@ class DurationExecutor:
         r.pace = r.alone_pace if slow == 1.0 else r.alone_pace * slow
         if self._shares:
             self._hold(job.gpus)
-        self.sim.at(r.work_from + r.left * r.pace, self._done, job, r.ver)
+        self.sim.observe_at(r.work_from + r.left * r.pace, self._done, job, r.ver)
         if self._shares:
             self._retime_neighbours(job)
 
@@ -126,7 +126,7 @@ class DurationExecutor:
         self.draining[job.job_id] = (gpus, r.since)
         if self._shares:  # it no longer slows the jobs beside it: it computes no more
             self._retime_neighbours(job, leaving=job)
-        self.sim.at(self.sim.now + delay, self._stopped, job)
+        self.sim.observe_at(self.sim.now + delay, self._stopped, job)
         return True
 
     def _stopped(self, job: JobState) -> None:
@@ -355,7 +355,7 @@ class DurationExecutor:
                 n.work_from = now
             n.pace = pace
             n.ver += 1
-            self.sim.at(n.work_from + n.left * n.pace, self._done, other, n.ver)
+            self.sim.observe_at(n.work_from + n.left * n.pace, self._done, other, n.ver)
 
     def _hold(self, gpus: tuple[int, ...]) -> None:
         """A job takes ``gpus`` now: a GPU that held none starts a held period."""
