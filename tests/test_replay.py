@@ -217,3 +217,219 @@ def test_jobs_built_in_code_with_bad_delays_are_refused():
     with pytest.raises(InputError) as e:
         simulate(Cluster.homogeneous(1, 1), [job(0, 0, 5, stop_delay=-2.0)], "fifo")
     assert e.value.field == "stop_delay"
+
+
+# ---------------------------------------------------------------------- replay of a live dir
+def fake_live(tmp_path: Path, **config: object) -> Path:
+    """A live run directory written by hand: 1 GPU; jobs 0 (100 s), 1 (20 s), 5 (5 s)."""
+    import json
+
+    d = tmp_path / "live"
+    d.mkdir()
+    (tmp_path / "one.toml").write_text('name = "one"\n[[servers]]\nnum_gpus = 1\n')
+    cfg = {
+        "mode": "live",
+        "jobs": str(tmp_path / "jobs.toml"),
+        "cluster": str(tmp_path / "one.toml"),
+        "policy": "tiresias",
+        "seed": 0,
+        "time_scale": 1.0,
+        "settings": {"policy": {"interval": 10.0, "tiresias_thresholds": str(30 / 3600)}},
+        **config,
+    }
+    (d / "config.json").write_text(json.dumps(cfg))
+    summary = {"mean_startup_s": 0.7, "mean_restart_startup_s": 2.5, "mean_stop_s": 1.5}
+    (d / "summary.json").write_text(json.dumps({"run_id": "0123456789abcdef", **summary}))
+    (d / "measured.csv").write_text(
+        "arrival,num_gpus,duration,name\n0.0,1,100.0,live-0\n10.0,1,20.0,live-1\n"
+        "12.0,1,5.0,live-5\n"
+    )
+    events = [
+        ("start", 0, 0.0, {"attempt": 0, "gpus": [0]}),
+        ("first_report", 0, 0.5, {"attempt": 0, "step": 1}),
+        ("stop_requested", 0, 30.0, {"attempt": 0, "reason": "preempt"}),
+        ("stopped", 0, 34.0, {"exit_codes": [0], "step": 9}),  # a 4 s stop
+        ("start", 0, 54.0, {"attempt": 1}),
+        ("first_report", 0, 57.0, {"attempt": 1, "step": 10}),  # a 3 s restart
+        ("stop_requested", 0, 58.0, {"attempt": 1, "reason": "preempt"}),
+        ("stopped", 0, 60.0, {"exit_codes": [0], "step": 11}),  # a 2 s stop
+        ("start", 0, 60.0, {"attempt": 2}),
+        ("first_report", 0, 65.0, {"attempt": 2, "step": 12}),  # a 5 s restart
+        ("stop_requested", 1, 40.0, {"reason": "preempt", "already_exited": True}),
+        ("finish", 1, 40.2, {"step": 5}),
+        ("stop_requested", 5, 20.0, {"attempt": 0, "reason": "preempt"}),
+        ("finish", 5, 20.1, {"during": "preempt"}),  # finished during its stop: no stop
+        ("finish", 0, 99.0, {"step": 20}),
+    ]
+    (d / "events.jsonl").write_text(
+        "".join(json.dumps({"event": e, "job": j, "t": t, **x}) + "\n" for e, j, t, x in events)
+    )
+    return d
+
+
+def test_calibration_per_job_and_the_runs_means(tmp_path: Path):
+    from ddlsched.replay import read_live
+
+    live = read_live(fake_live(tmp_path))
+    assert live.restarts == {0: [3.0, 5.0]} and live.stops == {0: [4.0, 2.0]}
+    got = [(j.job_id, j.arrival, j.duration, j.restart_delay, j.stop_delay) for j in live.jobs]
+    # job 0: its own means; jobs 1 and 5 never restarted nor stopped: the run's means
+    assert got == [(0, 0.0, 100.0, 4.0, 3.0), (1, 10.0, 20.0, 2.5, 1.5), (5, 12.0, 5.0, 2.5, 1.5)]
+
+
+def test_calibration_without_restarts_or_stops_in_the_run(tmp_path: Path):
+    from ddlsched.replay import read_live
+
+    d = fake_live(tmp_path)
+    keep = [x for x in (d / "events.jsonl").read_text().splitlines() if '"attempt": 0' in x]
+    (d / "events.jsonl").write_text("\n".join(keep[:2]) + "\n")
+    live = read_live(d)
+    # no restart measured: the start-up of any attempt; no stop measured: left to the setting
+    assert {(j.restart_delay, j.stop_delay) for j in live.jobs} == {(0.7, None)}
+
+
+def test_replay_writes_a_run_directory_with_the_calibrated_trace(tmp_path: Path, capsys):
+    import json
+
+    from ddlsched.check import check_paths
+    from ddlsched.cli import main
+
+    live = fake_live(tmp_path)
+    out = tmp_path / "rp"
+    assert main(["replay", str(live), "--policy", "tiresias", "--out", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "calibrated 3 finished jobs" in printed and "ran tiresias" in printed
+    # by hand: job 0 demoted at 30 (30 GPU-s), its GPU drains until 33 (its 3 s stop); job 1
+    # 33–53; job 5 53–58; job 0 restarts at 58, works from 62 (its 4 s restart) for 70 s → 132
+    jobs = {int(r.split(",")[0]): r.split(",") for r in (out / "jobs.csv").read_text().split()[1:]}
+    assert {k: float(v[3]) for k, v in jobs.items()} == {0: 132.0, 1: 53.0, 5: 58.0}
+    config = json.loads((out / "config.json").read_text())
+    assert config["mode"] == "replay" and config["live"] == str(live.resolve())
+    assert config["policy"] == "tiresias" and config["live_policy"] == "tiresias"
+    assert config["settings"]["policy"]["interval"] == 10.0  # the live run's, as it applies
+    assert (out / "replay.csv").read_text().splitlines()[0].endswith("restart_delay,stop_delay")
+    (res,) = check_paths([out])
+    assert res.ok and not res.notes, (res.violations, res.notes)
+    # another policy: the live run's tiresias settings do not apply to it and are left out
+    fifo = tmp_path / "fifo"
+    assert main(["replay", str(live), "--policy", "fifo", "--out", str(fifo), "--quiet"]) == 0
+    assert json.loads((fifo / "config.json").read_text())["settings"]["policy"]["interval"] == 60
+    finish = [float(r.split(",")[3]) for r in (fifo / "jobs.csv").read_text().split()[1:]]
+    assert finish == [100.0, 120.0, 125.0]
+    # --set wins over the live run's settings
+    again = tmp_path / "again"
+    argv = ["replay", str(live), "--policy", "tiresias", "--set", "interval=5"]
+    assert main([*argv, "--out", str(again), "--quiet"]) == 0
+    assert json.loads((again / "config.json").read_text())["settings"]["policy"]["interval"] == 5
+
+
+@pytest.mark.parametrize(
+    ("damage", "file", "says"),
+    [
+        (
+            lambda d: (d / "config.json").write_text('{"policy": "fifo"}'),
+            "config.json",
+            "not a live run",
+        ),
+        (lambda d: (d / "config.json").write_text("{"), "config.json", "not valid JSON"),
+        (lambda d: (d / "measured.csv").unlink(), "measured.csv", "missing"),
+        (lambda d: (d / "measured.csv").write_text("a,b\n"), "measured.csv", "header"),
+        (
+            lambda d: (d / "events.jsonl").write_text('{"event": "start"}\n{\n'),
+            "events.jsonl",
+            "line 1",
+        ),
+        (
+            lambda d: (d / "summary.json").write_text('{"mean_stop_s": -1}'),
+            "summary.json",
+            "mean_stop_s",
+        ),
+    ],
+)
+def test_a_damaged_or_simulated_run_is_one_line_naming_the_file(
+    tmp_path: Path, capsys, damage, file: str, says: str
+):
+    from ddlsched.cli import main
+
+    live = fake_live(tmp_path)
+    damage(live)
+    out = tmp_path / "rp"
+    assert main(["replay", str(live), "--policy", "fifo", "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(live / file) in err and says in err, err
+    assert not out.exists()
+
+
+# ---------------------------------------------------------------------- a real live run
+def test_a_real_live_run_replays_under_its_own_policy_and_another(tmp_path: Path):
+    """A small live run (local subprocesses of examples/live/train.py, tiresias with
+    preemptions), replayed under tiresias (avg JCT within 10 % of the live one) and sjf (a valid
+    schedule); no job process is left afterwards."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+    import uuid
+
+    from _processes import cmdlines
+
+    root = Path(__file__).resolve().parent.parent
+    train = root / "examples" / "live" / "train.py"
+    tag = f"ddlreplay-{uuid.uuid4().hex[:12]}"
+    (tmp_path / "cluster.toml").write_text('name = "c"\n[[servers]]\nnum_gpus = 2\ncount = 2\n')
+    text = ""
+    rows = [(0.0, 4, 100), (1.0, 2, 30), (1.5, 1, 30), (2.0, 1, 20), (2.5, 2, 25)]
+    for i, (arrival, gpus, steps) in enumerate(rows):
+        cmd = [sys.executable, "-X", f"tag={tag}", str(train), "--steps", str(steps)]
+        cmd += ["--step-time", "0.05", "--checkpoint-every", "5"]
+        text += (
+            f"[[jobs]]\njob_id = {i}\narrival = {arrival}\ngpus = {gpus}\n"
+            f"command = {json.dumps(cmd)}\nduration = {steps * 0.05}\n\n"
+        )
+    (tmp_path / "jobs.toml").write_text(text)
+
+    def ddl(*args: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "PYTHONPATH": str(root / "src")}
+        return subprocess.run(
+            [sys.executable, "-m", "ddlsched.cli", *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=root,
+            env=env,
+        )
+
+    live = tmp_path / "live"
+    try:
+        r = ddl(
+            "live", "--local", "--cluster", str(tmp_path / "cluster.toml"), "--workload",
+            str(tmp_path / "jobs.toml"), "--policy", "tiresias", "--set", "interval=0.5",
+            "--set", "tiresias_thresholds=0.0003", "--grace", "5", "--quiet", "--out", str(live),
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr[-3000:]
+        events = [json.loads(x) for x in (live / "events.jsonl").read_text().splitlines()]
+        assert any(e["event"] == "stopped" for e in events), "no preemption happened"
+        same = tmp_path / "same"
+        r = ddl("replay", str(live), "--policy", "tiresias", "--quiet", "--out", str(same))
+        assert r.returncode == 0, r.stderr
+        other = tmp_path / "other"
+        r = ddl("replay", str(live), "--policy", "sjf", "--quiet", "--out", str(other))
+        assert r.returncode == 0, r.stderr
+        r = ddl("check", str(same), str(other))
+        assert r.returncode == 0 and "note" not in r.stderr, r.stdout + r.stderr
+        r = ddl("compare", str(live), str(same), "--json")
+        gap = json.loads(r.stdout)
+        assert gap["matched_jobs"] == 5
+        assert gap["label_a"].endswith(" live") and gap["label_b"].endswith(" replay"), gap
+        assert json.loads((live / "config.json").read_text())["poll_interval"] == 0.2
+        replayed = json.loads((same / "config.json").read_text())
+        assert replayed["settings"]["engine"]["poll_interval"] == 0.2  # the live engine's
+        assert abs(gap["avg_jct_diff_pct"]) < 10, gap
+    finally:
+        deadline = time.monotonic() + 20
+        while (left := [p for p, c in cmdlines().items() if tag in c and p != os.getpid()]) and (
+            time.monotonic() < deadline
+        ):
+            time.sleep(0.2)
+    assert left == []

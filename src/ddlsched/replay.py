@@ -1,0 +1,427 @@
+"""``ddlsched replay LIVE_DIR --policy P``: a simulator calibrated from one live run.
+
+A live run (``ddlsched live``) measured, per finished job, the seconds its work took
+(``measured.csv``: its attempts until they ended or were asked to stop, minus the start-up of
+its restarts), and its events (``events.jsonl``) say how long each restart took to start (launch
+→ first progress report) and each stop to complete (stop request → exit). ``replay`` turns that
+into a trace (``replay.csv`` in the generic format, docs/formats.md) — per job its arrival, GPUs,
+``duration``, ``restart_delay`` (its own mean restart start-up) and ``stop_delay`` (its own mean
+stop) — and simulates it under any policy with the engine of ``ddlsched run``, into the same
+run directory (all-or-nothing). ``ddlsched compare LIVE_DIR_OF_P OUT`` then shows, per job, how
+far the prediction is from a live run of P (docs/live.md, "Replay").
+
+Where a job has no measurement of its own (it never restarted, or was never stopped) it gets the
+run's mean (``mean_restart_startup_s``; ``mean_startup_s`` — the start-up of any attempt — where
+the run restarted nothing; ``mean_stop_s``); where the run measured no stop at all, the cell is
+left empty and the replay's ``--set stop_delay`` applies (default 0).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from . import __version__
+from .core.cluster import Cluster
+from .core.job import JobSpec
+from .core.results import SimResult
+from .errors import InputError
+from .parsing import NumberError, to_float, to_int
+from .settings import Settings
+
+__all__ = [
+    "REPLAY_FILE",
+    "LiveMeasurements",
+    "read_live",
+    "read_replay_jobs",
+    "replay",
+    "replay_settings",
+]
+
+#: the calibrated trace a replay writes beside its run files (and runs)
+REPLAY_FILE = "replay.csv"
+#: ``measured.csv``'s names: ``live-<job id>``
+_NAME = re.compile(r"live-(\d+)")
+
+
+@dataclass
+class LiveMeasurements:
+    """What ``replay`` reads of a live run directory."""
+
+    path: Path
+    config: dict
+    summary: dict
+    #: the finished jobs as calibrated trace jobs (live job ids), in (arrival, id) order
+    jobs: list[JobSpec]
+    #: per job: its measured restart start-ups and stops (seconds)
+    restarts: dict[int, list[float]] = field(default_factory=dict)
+    stops: dict[int, list[float]] = field(default_factory=dict)
+
+    @property
+    def policy(self) -> str:
+        return str(self.config.get("policy", ""))
+
+
+# ---------------------------------------------------------------------- reading a live run
+def read_live(path: str | Path) -> LiveMeasurements:
+    """The calibrated jobs of the live run directory ``path`` (``InputError``, one line naming
+    the file, for a directory that is not a complete live run)."""
+    d = Path(path)
+    if not d.is_dir():
+        raise InputError(
+            "no such directory" if not d.exists() else "not a directory", source=str(path)
+        )
+    config = _json_object(d / "config.json")
+    if config.get("mode") != "live":
+        mode = config.get("mode")
+        what = f"mode {mode!r}" if mode is not None else "no mode: a simulated run"
+        raise InputError(
+            f"not a live run ({what}); replay takes a directory `ddlsched live` wrote",
+            source=str(d / "config.json"),
+            field="mode",
+        )
+    summary = _json_object(d / "summary.json")
+    if summary.get("interrupted") is True:
+        raise InputError(
+            "the live run was interrupted: its jobs did not all run to the end",
+            source=str(d / "summary.json"),
+            field="interrupted",
+        )
+    measured = _read_measured(d / "measured.csv")
+    restarts, stops = _read_events(d / "events.jsonl")
+    jobs = calibrate(measured, restarts, stops, summary, str(d / "summary.json"))
+    return LiveMeasurements(d, config, summary, jobs, restarts, stops)
+
+
+def _json_object(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("missing: not a complete live run directory", source=str(path)) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read: {e}", source=str(path)) from None
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise InputError(f"not valid JSON ({e})", source=str(path)) from None
+    if not isinstance(doc, dict):
+        raise InputError("expected a JSON object", source=str(path))
+    return doc
+
+
+def _read_measured(path: Path) -> list[tuple[int, float, int, float]]:
+    """``measured.csv``: (job id, arrival, GPUs, duration) per finished job."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(
+            "missing: a live run writes it (a run of an older ddlsched has none)", source=str(path)
+        ) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read: {e}", source=str(path)) from None
+    rows = list(csv.reader(io.StringIO(text)))
+    want = ["arrival", "num_gpus", "duration", "name"]
+    if not rows or [c.strip() for c in rows[0]] != want:
+        raise InputError(f"expected the header {','.join(want)}", source=str(path), line=1)
+    out: list[tuple[int, float, int, float]] = []
+    seen: set[int] = set()
+    for line, row in enumerate(rows[1:], start=2):
+        if not row:
+            continue
+        if len(row) != 4:
+            raise InputError(f"expected 4 fields, got {len(row)}", source=str(path), line=line)
+        m = _NAME.fullmatch(row[3].strip())
+        if m is None:
+            raise InputError(
+                f"expected a name live-<job id>, got {row[3]!r}",
+                source=str(path),
+                line=line,
+                field="name",
+            )
+        job = int(m.group(1))
+        if job in seen:
+            raise InputError(f"job {job} appears twice", source=str(path), line=line, field="name")
+        seen.add(job)
+        try:
+            arrival = to_float(row[0], text=True)
+            gpus = to_int(row[1], text=True)
+            duration = to_float(row[2], text=True)
+        except NumberError as e:
+            raise InputError(str(e), source=str(path), line=line) from None
+        if arrival < 0 or gpus < 1 or not duration > 0:
+            raise InputError(
+                "expected arrival ≥ 0, num_gpus ≥ 1 and duration > 0",
+                source=str(path),
+                line=line,
+            )
+        out.append((job, arrival, gpus, duration))
+    if not out:
+        raise InputError("no finished job: nothing to replay", source=str(path))
+    return out
+
+
+def _read_events(path: Path) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
+    """Per job, from ``events.jsonl``: the start-up of each restart (an attempt ≥ 1: its
+    ``start`` → its ``first_report``) and each completed stop (``stop_requested`` → the next
+    ``stopped``; a stop that ended otherwise — the job finished or crashed meanwhile — is no
+    stop's duration)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise InputError("missing: not a complete live run directory", source=str(path)) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"cannot read: {e}", source=str(path)) from None
+    started: dict[tuple[int, int], float] = {}
+    asked: dict[int, float] = {}
+    restarts: dict[int, list[float]] = {}
+    stops: dict[int, list[float]] = {}
+    for n, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        try:
+            e = json.loads(text)
+        except ValueError as err:
+            raise InputError(f"not a JSON object ({err})", source=str(path), line=n) from None
+        if not isinstance(e, dict) or not isinstance(e.get("event"), str):
+            raise InputError("expected a JSON object with an 'event'", source=str(path), line=n)
+        kind = e["event"]
+        if kind not in ("start", "first_report", "stop_requested", "stopped") and kind not in (
+            "finish",
+            "crashed",
+            "failed",
+            "lost",
+        ):
+            continue
+        t, job = e.get("t"), e.get("job")
+        if not _number(t) or not _whole(job):
+            raise InputError(
+                f"a {kind!r} event needs a time 't' and a job id 'job'", source=str(path), line=n
+            )
+        attempt = e.get("attempt")
+        if kind == "start" and _whole(attempt):
+            started[(job, attempt)] = t
+        elif kind == "first_report" and _whole(attempt) and attempt >= 1:
+            t0 = started.get((job, attempt))
+            if t0 is not None and t >= t0:
+                restarts.setdefault(job, []).append(t - t0)
+        elif kind == "stop_requested":
+            if e.get("already_exited") is True:
+                asked.pop(job, None)
+            else:
+                asked[job] = t
+        elif kind == "stopped":
+            t0 = asked.pop(job, None)
+            if t0 is not None and t >= t0:
+                stops.setdefault(job, []).append(t - t0)
+        else:  # finish, crashed, failed, lost: a pending stop ended without being one
+            asked.pop(job, None)
+    return restarts, stops
+
+
+def _number(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+
+
+def _whole(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _mean(xs: list[float]) -> float:
+    return round(sum(xs) / len(xs), 6)
+
+
+def calibrate(
+    measured: list[tuple[int, float, int, float]],
+    restarts: Mapping[int, list[float]],
+    stops: Mapping[int, list[float]],
+    summary: Mapping[str, object],
+    source: str = "summary.json",
+) -> list[JobSpec]:
+    """The finished jobs as trace jobs with their own delays (module docstring)."""
+    from .workloads.trace_formats import placeholder_model
+
+    def run_mean(key: str) -> float:
+        value = summary.get(key, 0.0)
+        if not _number(value):
+            raise InputError(f"expected seconds ≥ 0, got {value!r}", source=source, field=key)
+        return float(value)  # type: ignore[arg-type]
+
+    any_restart = any(restarts.values())
+    restart_default: float | None = round(
+        run_mean("mean_restart_startup_s") if any_restart else run_mean("mean_startup_s"), 6
+    )
+    stop_default: float | None = round(run_mean("mean_stop_s"), 6) if any(stops.values()) else None
+    model = placeholder_model("live")
+    jobs = []
+    for job, arrival, gpus, duration in measured:
+        own_restarts, own_stops = restarts.get(job), stops.get(job)
+        jobs.append(
+            JobSpec(
+                job_id=job,
+                arrival=arrival,
+                num_gpus=gpus,
+                iterations=0,
+                model=model,
+                duration=duration,
+                name=f"live-{job}",
+                restart_delay=_mean(own_restarts) if own_restarts else restart_default,
+                stop_delay=_mean(own_stops) if own_stops else stop_default,
+            )
+        )
+    return sorted(jobs, key=lambda j: (j.arrival, j.job_id))
+
+
+def read_replay_jobs(path: str | Path) -> list[JobSpec]:
+    """The jobs of a replay's ``replay.csv`` with their live job ids (its names
+    ``live-<id>``; a generic trace otherwise numbers its jobs 0..n-1)."""
+    from .workloads.trace_generic import read_generic
+
+    jobs = read_generic(Path(path))
+    ids = [_NAME.fullmatch(j.name) for j in jobs]
+    if all(ids) and len({m.group(1) for m in ids if m}) == len(jobs):
+        jobs = [replace(j, job_id=int(m.group(1))) for j, m in zip(jobs, ids, strict=True) if m]
+    return jobs
+
+
+# ---------------------------------------------------------------------- the replay
+def replay_settings(
+    live: LiveMeasurements, jobs: list[JobSpec], policy: str, given: Mapping[str, object]
+) -> Settings:
+    """The replay's settings: the live run's that apply to a run of ``policy`` on these jobs
+    (e.g. Tiresias' ``interval`` when P is tiresias too), then ``given`` (``--set``) over them."""
+    from dataclasses import fields
+
+    from .api import run_scope
+    from .policies.plugins import resolve_user_policy
+    from .settings import flatten
+    from .settings_scope import applies
+
+    source = str(live.path / "config.json")
+    recorded = live.config.get("settings") or {}
+    if not isinstance(recorded, dict):
+        raise InputError("expected a settings object", source=source, field="settings")
+    try:
+        inherited = Settings.from_mapping(recorded, source=source)
+    except InputError as e:
+        raise InputError(f"the live run's settings: {e.message}", source=source) from None
+    mine = Settings.from_mapping(given)  # checked first: its errors name --set
+    named = set(flatten(given, "--set"))
+    default = Settings()
+    merged = {
+        f.name: getattr(inherited, f.name)
+        for f in fields(Settings)
+        if getattr(inherited, f.name) != getattr(default, f.name)
+    }
+    if "poll_interval" not in named:  # decide as the live engine did: at its polls
+        merged["poll_interval"] = live_poll_interval(live)
+    merged.update({k: getattr(mine, k) for k in named})
+    custom, _ = resolve_user_policy(policy) or (None, None)
+    scope = run_scope(
+        jobs, custom if custom is not None else policy, None, replace(default, **merged)
+    )
+    kept = {k: v for k, v in merged.items() if k in named or applies(k, scope)}
+    out = replace(default, **kept)
+    out.check("--set")
+    return out
+
+
+@dataclass
+class ReplayConfig:
+    """One ``ddlsched replay``."""
+
+    live: str
+    policy: str
+    out: str
+    settings: Mapping[str, object] = field(default_factory=dict)  # --set (as given)
+    seed: int | None = None  # None: the live run's
+    cluster: str | None = None  # None: the live run's
+    overwrite: bool = False
+
+
+def replay(
+    cfg: ReplayConfig, progress: Callable[[int, int], None] | None = None
+) -> tuple[SimResult, LiveMeasurements]:
+    """Calibrate the live run ``cfg.live`` and simulate it under ``cfg.policy`` into
+    ``cfg.out`` (the run directory of ``ddlsched run``, plus ``replay.csv``)."""
+    from .api import resolve_run, simulate
+    from .core.results import write_result_files
+    from .core.rundir import output_dir, same_config_rule
+    from .workloads.io import validate_fits
+    from .workloads.trace_generic import write_generic
+
+    live = read_live(cfg.live)
+    cluster_name, cluster = _cluster(live, cfg.cluster)
+    validate_fits(live.jobs, cluster, str(live.path / "measured.csv"))
+    settings = replay_settings(live, live.jobs, cfg.policy, cfg.settings)
+    seed = cfg.seed if cfg.seed is not None else _seed(live)
+    record: dict[str, object] = {
+        "mode": "replay",
+        "version": __version__,
+        "live": str(live.path.resolve()),
+        "live_run_id": live.summary.get("run_id"),
+        "live_policy": live.policy,
+        "cluster": cluster_name,
+        "workload": REPLAY_FILE,
+        "policy": cfg.policy,
+        "seed": seed,
+        "settings": settings.sectioned(),
+    }
+    with output_dir(cfg.out, may_replace=same_config_rule(record), overwrite=cfg.overwrite) as d:
+        write_generic(live.jobs, d / REPLAY_FILE)
+        jobs = read_replay_jobs(d / REPLAY_FILE)  # what runs is what the file says
+        record["resolved"] = resolve_run(jobs, cfg.policy, None, settings)
+        res = simulate(cluster, jobs, cfg.policy, seed=seed, settings=settings, progress=progress)
+        write_result_files(res, d, config=record)
+    return res, live
+
+
+def live_poll_interval(live: LiveMeasurements) -> float:
+    """Seconds between the live engine's polls (config.json's ``poll_interval``; runs of an
+    older ddlsched do not record it: the default of ``ddlsched live``, 0.2 s)."""
+    from .live.run import LiveConfig
+
+    value = live.config.get("poll_interval", LiveConfig.poll_interval)
+    if not _number(value) or not value > 0:  # type: ignore[operator]
+        raise InputError(
+            f"expected seconds > 0, got {value!r}",
+            source=str(live.path / "config.json"),
+            field="poll_interval",
+        )
+    return float(value)  # type: ignore[arg-type]
+
+
+def _cluster(live: LiveMeasurements, given: str | None) -> tuple[str, Cluster]:
+    """The cluster to replay on: ``given``, else the live run's (config.json)."""
+    from .core.cluster_io import load_cluster
+
+    source = str(live.path / "config.json")
+    name = given or live.config.get("cluster")
+    if not name:
+        raise InputError(
+            "the live run used a Ray cluster's GPUs (no cluster file recorded): give --cluster",
+            source=source,
+            field="cluster",
+        )
+    if not isinstance(name, str):
+        raise InputError(f"expected a cluster, got {name!r}", source=source, field="cluster")
+    try:
+        return name, load_cluster(name)
+    except InputError as e:
+        if given:
+            raise
+        raise InputError(
+            f"the live run's cluster {name!r} cannot be loaded ({e}); give --cluster",
+            source=source,
+            field="cluster",
+        ) from None
+
+
+def _seed(live: LiveMeasurements) -> int:
+    seed = live.config.get("seed", 0)
+    return seed if _whole(seed) else 0  # type: ignore[return-value]
