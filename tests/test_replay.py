@@ -344,6 +344,16 @@ def test_replay_writes_a_run_directory_with_the_calibrated_trace(tmp_path: Path,
             "summary.json",
             "mean_stop_s",
         ),
+        (
+            lambda d: (d / "summary.json").write_text('{"elastic": true}'),
+            "summary.json",
+            "resized its jobs (elastic)",
+        ),
+        (
+            lambda d: (d / "summary.json").write_text('{"max_jobs_per_gpu": 2}'),
+            "summary.json",
+            "put several jobs on a GPU",
+        ),
     ],
 )
 def test_a_damaged_or_simulated_run_is_one_line_naming_the_file(

@@ -14,6 +14,12 @@ Where a job has no measurement of its own (it never restarted, or was never stop
 run's mean (``mean_restart_startup_s``; ``mean_startup_s`` — the start-up of any attempt — where
 the run restarted nothing; ``mean_stop_s``); where the run measured no stop at all, the cell is
 left empty and the replay's ``--set stop_delay`` applies (default 0).
+
+Live runs of application-profile jobs (``app``) replay the same way, as trace jobs, when each
+job ran alone on the GPUs it asked for (fifo, sjf, tiresias); a run of pollux (which resizes
+jobs) or of sjf-ffs / sjf-bsbf (which share GPUs) is refused: its durations hold allocations a
+trace job does not have, and replaying it through the profiles would need each job's work in
+the profile's units (docs/live.md, "Replay").
 """
 
 from __future__ import annotations
@@ -92,6 +98,18 @@ def read_live(path: str | Path) -> LiveMeasurements:
             "the live run was interrupted: its jobs did not all run to the end",
             source=str(d / "summary.json"),
             field="interrupted",
+        )
+    resized = summary.get("elastic") is True
+    shared = summary.get("max_jobs_per_gpu", 1) != 1
+    if resized or shared:
+        what = "resized its jobs (elastic)" if resized else "put several jobs on a GPU"
+        raise InputError(
+            f"the live run's policy {config.get('policy')!r} {what}: its measured durations "
+            "hold those allocations, which trace jobs cannot replay; replay a live run in which "
+            "every job ran alone on the GPUs it asked for (fifo, sjf, tiresias; docs/live.md, "
+            '"Replay")',
+            source=str(d / "summary.json"),
+            field="elastic" if resized else "max_jobs_per_gpu",
         )
     measured = _read_measured(d / "measured.csv")
     restarts, stops = _read_events(d / "events.jsonl")
