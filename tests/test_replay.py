@@ -246,15 +246,15 @@ def fake_live(tmp_path: Path, **config: object) -> Path:
     )
     events = [
         ("start", 0, 0.0, {"attempt": 0, "gpus": [0]}),
-        ("first_report", 0, 0.5, {"attempt": 0, "step": 1}),
+        ("first_report", 0, 0.5, {"attempt": 0}),
         ("stop_requested", 0, 30.0, {"attempt": 0, "reason": "preempt"}),
         ("stopped", 0, 34.0, {"exit_codes": [0], "step": 9}),  # a 4 s stop
         ("start", 0, 54.0, {"attempt": 1}),
-        ("first_report", 0, 57.0, {"attempt": 1, "step": 10}),  # a 3 s restart
+        ("first_report", 0, 57.0, {"attempt": 1}),  # a 3 s restart
         ("stop_requested", 0, 58.0, {"attempt": 1, "reason": "preempt"}),
         ("stopped", 0, 60.0, {"exit_codes": [0], "step": 11}),  # a 2 s stop
         ("start", 0, 60.0, {"attempt": 2}),
-        ("first_report", 0, 65.0, {"attempt": 2, "step": 12}),  # a 5 s restart
+        ("first_report", 0, 65.0, {"attempt": 2}),  # a 5 s restart
         ("stop_requested", 1, 40.0, {"reason": "preempt", "already_exited": True}),
         ("finish", 1, 40.2, {"step": 5}),
         ("stop_requested", 5, 20.0, {"attempt": 0, "reason": "preempt"}),
@@ -273,8 +273,9 @@ def test_calibration_per_job_and_the_runs_means(tmp_path: Path):
     live = read_live(fake_live(tmp_path))
     assert live.restarts == {0: [3.0, 5.0]} and live.stops == {0: [4.0, 2.0]}
     got = [(j.job_id, j.arrival, j.duration, j.restart_delay, j.stop_delay) for j in live.jobs]
-    # job 0: its own means; jobs 1 and 5 never restarted nor stopped: the run's means
-    assert got == [(0, 0.0, 100.0, 4.0, 3.0), (1, 10.0, 20.0, 2.5, 1.5), (5, 12.0, 5.0, 2.5, 1.5)]
+    # job 0: its own means; jobs 1 and 5 never restarted nor stopped: the run's means (of its
+    # restarts; mean_stop_s of summary.json)
+    assert got == [(0, 0.0, 100.0, 4.0, 3.0), (1, 10.0, 20.0, 4.0, 1.5), (5, 12.0, 5.0, 4.0, 1.5)]
 
 
 def test_calibration_without_restarts_or_stops_in_the_run(tmp_path: Path):
@@ -284,8 +285,40 @@ def test_calibration_without_restarts_or_stops_in_the_run(tmp_path: Path):
     keep = [x for x in (d / "events.jsonl").read_text().splitlines() if '"attempt": 0' in x]
     (d / "events.jsonl").write_text("\n".join(keep[:2]) + "\n")
     live = read_live(d)
-    # no restart measured: the start-up of any attempt; no stop measured: left to the setting
-    assert {(j.restart_delay, j.stop_delay) for j in live.jobs} == {(0.7, None)}
+    # no restart measured: the first start-ups'; no stop measured: left to the setting
+    assert {(j.restart_delay, j.stop_delay) for j in live.jobs} == {(0.5, None)}
+
+
+def test_calibration_takes_the_polls_delay_out_of_restart_start_ups(tmp_path: Path):
+    """The engine sees a first report at a poll, by when the job has made steps: those steps
+    are work, not start-up. A job of 0.05 s per step: attempt 0 from 0, seen at 0.4 at step 4,
+    stopped at 5.0 (step 96, 92 steps in 4.6 s); attempt 1 from 6.0, seen at 6.4 at step 100:
+    4 steps since its checkpoint (96), so its start-up took 0.4 − 0.2 = 0.2 s; it finishes at
+    9.0: 8.0 s held, of which 0.2 s start-up of the restart: 7.8 s of work. (measured.csv
+    says 8.0 − 0.4 − 0.6 = 7.0 s: every first report after the first, as the live executor
+    records them, counted as a start-up.)"""
+    import json
+
+    from ddlsched.replay import read_live
+
+    d = fake_live(tmp_path)
+    (d / "measured.csv").write_text("arrival,num_gpus,duration,name\n0.0,1,7.0,live-0\n")
+    events = [
+        ("start", 0.0, {"attempt": 0}),
+        ("first_report", 0.4, {"attempt": 0, "step": 4}),
+        ("stop_requested", 5.0, {"attempt": 0}),
+        ("stopped", 5.2, {"step": 96}),
+        ("start", 6.0, {"attempt": 1}),
+        ("first_report", 6.4, {"attempt": 1, "step": 100}),
+        ("first_report", 6.6, {"attempt": 1, "step": 104}),  # a second one: not a start-up
+        ("finish", 9.0, {"step": 150}),
+    ]
+    (d / "events.jsonl").write_text(
+        "".join(json.dumps({"event": e, "job": 0, "t": t, **x}) + "\n" for e, t, x in events)
+    )
+    live = read_live(d)
+    (j,) = live.jobs
+    assert (j.duration, j.restart_delay, j.stop_delay) == (pytest.approx(8.0 - 0.2), 0.2, 0.2)
 
 
 def test_replay_writes_a_run_directory_with_the_calibrated_trace(tmp_path: Path, capsys):

@@ -6,14 +6,18 @@ its restarts), and its events (``events.jsonl``) say how long each restart took 
 → first progress report) and each stop to complete (stop request → exit). ``replay`` turns that
 into a trace (``replay.csv`` in the generic format, docs/formats.md) — per job its arrival, GPUs,
 ``duration``, ``restart_delay`` (its own mean restart start-up) and ``stop_delay`` (its own mean
-stop) — and simulates it under any policy with the engine of ``ddlsched run``, into the same
-run directory (all-or-nothing). ``ddlsched compare LIVE_DIR_OF_P OUT`` then shows, per job, how
-far the prediction is from a live run of P (docs/live.md, "Replay").
+stop) — and simulates it under any policy with the engine of ``ddlsched run``, deciding at the
+live engine's polls (``poll_interval``), into the same run directory (all-or-nothing).
+``ddlsched compare LIVE_DIR_OF_P OUT`` then shows, per job, how far the prediction is from a
+live run of P (docs/live.md, "Replay").
 
-Where a job has no measurement of its own (it never restarted, or was never stopped) it gets the
-run's mean (``mean_restart_startup_s``; ``mean_startup_s`` — the start-up of any attempt — where
-the run restarted nothing; ``mean_stop_s``); where the run measured no stop at all, the cell is
-left empty and the replay's ``--set stop_delay`` applies (default 0).
+A start-up is measured without the poll's delay: the engine sees a first report at its next
+poll, by when the job may have made steps (those after the checkpoint it resumed from, at the
+job's step time from its reports) — work, which goes back into its duration. Where a job has no
+measurement of its own (it never restarted, or was never stopped) it gets the run's mean (its
+restarts'; where the run restarted nothing, its first start-ups'; ``mean_stop_s``); where the
+run measured no stop at all, the cell is left empty and the replay's ``--set stop_delay``
+applies (default 0).
 
 Live runs of application-profile jobs (``app``) replay the same way, as trace jobs, when each
 job ran alone on the GPUs it asked for (fifo, sjf, tiresias); a run of pollux (which resizes
@@ -112,8 +116,8 @@ def read_live(path: str | Path) -> LiveMeasurements:
             field="elastic" if resized else "max_jobs_per_gpu",
         )
     measured = _read_measured(d / "measured.csv")
-    restarts, stops = _read_events(d / "events.jsonl")
-    jobs = calibrate(measured, restarts, stops, summary, str(d / "summary.json"))
+    events = _read_events(d / "events.jsonl")
+    jobs, restarts, stops = calibrate(measured, events, summary, str(d / "summary.json"))
     return LiveMeasurements(d, config, summary, jobs, restarts, stops)
 
 
@@ -184,21 +188,94 @@ def _read_measured(path: Path) -> list[tuple[int, float, int, float]]:
     return out
 
 
-def _read_events(path: Path) -> tuple[dict[int, list[float]], dict[int, list[float]]]:
-    """Per job, from ``events.jsonl``: the start-up of each restart (an attempt ≥ 1: its
-    ``start`` → its ``first_report``) and each completed stop (``stop_requested`` → the next
+@dataclass
+class _Attempt:
+    """One attempt of a live job, from its events (engine times, s)."""
+
+    launched: float
+    first_t: float | None = None  # its first ``first_report``: when the engine saw it …
+    first_step: int | None = None  # … and the step the job had reached by then
+    stop_asked: float | None = None
+    stop_step: int | None = None  # the step its ``stopped`` event says
+
+
+@dataclass
+class JobEvents:
+    """What ``events.jsonl`` says of one job."""
+
+    attempts: dict[int, _Attempt] = field(default_factory=dict)
+    #: every ``first_report`` as (attempt, time): the live run took each one after the first as
+    #: a restart's start-up and left it out of the job's duration (measured.csv)
+    reports: list[tuple[int, float]] = field(default_factory=list)
+    #: completed stops: ``stop_requested`` → the next ``stopped`` (s)
+    stops: list[float] = field(default_factory=list)
+    finish: tuple[float, int | None] | None = None
+
+    def step_time(self) -> float | None:
+        """Seconds per step of the job, from its reports within attempts: from the first
+        report to the stop request (stopped attempts) or, if it never stopped after a report,
+        to its finish; None without at least 5 steps to go by."""
+        pairs = []
+        for a in self.attempts.values():
+            if a.first_t is not None and a.first_step is not None and a.stop_asked is not None:
+                if a.stop_step is not None:
+                    pairs.append((a.stop_asked - a.first_t, a.stop_step - a.first_step))
+        if not pairs and self.finish is not None and self.finish[1] is not None:
+            last = self.attempts.get(max(self.attempts)) if self.attempts else None
+            if last is not None and last.first_t is not None and last.first_step is not None:
+                pairs.append((self.finish[0] - last.first_t, self.finish[1] - last.first_step))
+        dt = sum(t for t, k in pairs if k > 0 and t > 0)
+        dk = sum(k for t, k in pairs if k > 0 and t > 0)
+        return dt / dk if dk >= 5 and dt > 0 else None
+
+    def startup(self, number: int, step_time: float | None) -> float | None:
+        """The start-up of attempt ``number`` (launch → its first report), without the poll's
+        delay: the engine sees the first report at a poll, by when the job may have made
+        steps already (the steps since the checkpoint it resumed from × its step time)."""
+        a = self.attempts.get(number)
+        if a is None or a.first_t is None:
+            return None
+        seen = a.first_t - a.launched
+        resumed = self._resumed_from(number)
+        if step_time is None or a.first_step is None or resumed is None:
+            return seen
+        return max(seen - max(a.first_step - resumed, 0) * step_time, 0.0)
+
+    def _resumed_from(self, number: int) -> int | None:
+        """The step attempt ``number`` resumed from: the step the last earlier attempt that
+        reported was stopped at (a job checkpoints when asked to stop), 0 if none reported."""
+        for k in sorted((k for k in self.attempts if k < number), reverse=True):
+            earlier = self.attempts[k]
+            if earlier.first_t is not None:
+                return earlier.stop_step
+        return 0
+
+    def restarts(self, step_time: float | None) -> list[float]:
+        """The start-ups of its restarts (attempts ≥ 1 that reported)."""
+        out = []
+        for k in sorted(self.attempts):
+            if k >= 1 and (r := self.startup(k, step_time)) is not None:
+                out.append(r)
+        return out
+
+    def subtracted(self) -> float:
+        """Seconds measured.csv left out of the job's duration as restart start-ups."""
+        return sum(t - self.attempts[k].launched for k, t in self.reports[1:] if k in self.attempts)
+
+
+def _read_events(path: Path) -> dict[int, JobEvents]:
+    """Per job, its attempts, first reports, completed stops (``stop_requested`` → the next
     ``stopped``; a stop that ended otherwise — the job finished or crashed meanwhile — is no
-    stop's duration)."""
+    stop's duration) and finish, from ``events.jsonl``."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         raise InputError("missing: not a complete live run directory", source=str(path)) from None
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read: {e}", source=str(path)) from None
-    started: dict[tuple[int, int], float] = {}
-    asked: dict[int, float] = {}
-    restarts: dict[int, list[float]] = {}
-    stops: dict[int, list[float]] = {}
+    jobs: dict[int, JobEvents] = {}
+    asked: dict[int, tuple[float, _Attempt | None]] = {}
+    kinds = ("start", "first_report", "stop_requested", "stopped", "finish", "crashed", "failed")
     for n, text in enumerate(lines, start=1):
         if not text.strip():
             continue
@@ -209,37 +286,41 @@ def _read_events(path: Path) -> tuple[dict[int, list[float]], dict[int, list[flo
         if not isinstance(e, dict) or not isinstance(e.get("event"), str):
             raise InputError("expected a JSON object with an 'event'", source=str(path), line=n)
         kind = e["event"]
-        if kind not in ("start", "first_report", "stop_requested", "stopped") and kind not in (
-            "finish",
-            "crashed",
-            "failed",
-            "lost",
-        ):
+        if kind not in (*kinds, "lost"):
             continue
         t, job = e.get("t"), e.get("job")
         if not _number(t) or not _whole(job):
             raise InputError(
                 f"a {kind!r} event needs a time 't' and a job id 'job'", source=str(path), line=n
             )
+        ev = jobs.setdefault(job, JobEvents())
         attempt = e.get("attempt")
+        step = e.get("step") if _whole(e.get("step")) else None
+        a = ev.attempts.get(attempt) if _whole(attempt) else None
         if kind == "start" and _whole(attempt):
-            started[(job, attempt)] = t
-        elif kind == "first_report" and _whole(attempt) and attempt >= 1:
-            t0 = started.get((job, attempt))
-            if t0 is not None and t >= t0:
-                restarts.setdefault(job, []).append(t - t0)
+            ev.attempts[attempt] = _Attempt(t)
+        elif kind == "first_report" and _whole(attempt):
+            ev.reports.append((attempt, t))
+            if a is not None and a.first_t is None and t >= a.launched:
+                a.first_t, a.first_step = t, step
         elif kind == "stop_requested":
             if e.get("already_exited") is True:
                 asked.pop(job, None)
             else:
-                asked[job] = t
+                asked[job] = (t, a)
+                if a is not None:
+                    a.stop_asked = t
         elif kind == "stopped":
-            t0 = asked.pop(job, None)
+            t0, stopped = asked.pop(job, (None, None))
             if t0 is not None and t >= t0:
-                stops.setdefault(job, []).append(t - t0)
+                ev.stops.append(t - t0)
+            if stopped is not None:
+                stopped.stop_step = step
         else:  # finish, crashed, failed, lost: a pending stop ended without being one
             asked.pop(job, None)
-    return restarts, stops
+            if kind == "finish":
+                ev.finish = (t, step)
+    return jobs
 
 
 def _number(x: object) -> bool:
@@ -256,12 +337,12 @@ def _mean(xs: list[float]) -> float:
 
 def calibrate(
     measured: list[tuple[int, float, int, float]],
-    restarts: Mapping[int, list[float]],
-    stops: Mapping[int, list[float]],
+    events: Mapping[int, JobEvents],
     summary: Mapping[str, object],
     source: str = "summary.json",
-) -> list[JobSpec]:
-    """The finished jobs as trace jobs with their own delays (module docstring)."""
+) -> tuple[list[JobSpec], dict[int, list[float]], dict[int, list[float]]]:
+    """The finished jobs as trace jobs with their own delays (module docstring), and per job
+    the restart start-ups and stops measured."""
     from .workloads.trace_formats import placeholder_model
 
     def run_mean(key: str) -> float:
@@ -270,15 +351,23 @@ def calibrate(
             raise InputError(f"expected seconds ≥ 0, got {value!r}", source=source, field=key)
         return float(value)  # type: ignore[arg-type]
 
-    any_restart = any(restarts.values())
-    restart_default: float | None = round(
-        run_mean("mean_restart_startup_s") if any_restart else run_mean("mean_startup_s"), 6
-    )
-    stop_default: float | None = round(run_mean("mean_stop_s"), 6) if any(stops.values()) else None
+    mean_stop, mean_startup = run_mean("mean_stop_s"), run_mean("mean_startup_s")
+    steps = {job: ev.step_time() for job, ev in events.items()}
+    restarts = {job: r for job, ev in events.items() if (r := ev.restarts(steps[job]))}
+    stops = {job: ev.stops for job, ev in events.items() if ev.stops}
+    firsts = [f for job, ev in events.items() if (f := ev.startup(0, steps[job])) is not None]
+    # a job that never restarted: the run's mean restart start-up; where the run restarted
+    # nothing, its first start-ups' (the same process start, without the poll's delay)
+    every = [r for rs in restarts.values() for r in rs]
+    restart_default = _mean(every) if every else _mean(firsts) if firsts else mean_startup
+    stop_default = round(mean_stop, 6) if stops else None
     model = placeholder_model("live")
     jobs = []
     for job, arrival, gpus, duration in measured:
-        own_restarts, own_stops = restarts.get(job), stops.get(job)
+        ev = events.get(job)
+        own = restarts.get(job, [])
+        if ev is not None and ev.reports:  # the start-ups measured.csv left out: ours instead
+            duration = round(max(duration + ev.subtracted() - sum(own), 1e-6), 6)
         jobs.append(
             JobSpec(
                 job_id=job,
@@ -288,11 +377,11 @@ def calibrate(
                 model=model,
                 duration=duration,
                 name=f"live-{job}",
-                restart_delay=_mean(own_restarts) if own_restarts else restart_default,
-                stop_delay=_mean(own_stops) if own_stops else stop_default,
+                restart_delay=_mean(own) if own else restart_default,
+                stop_delay=_mean(stops[job]) if job in stops else stop_default,
             )
         )
-    return sorted(jobs, key=lambda j: (j.arrival, j.job_id))
+    return sorted(jobs, key=lambda j: (j.arrival, j.job_id)), restarts, stops
 
 
 def read_replay_jobs(path: str | Path) -> list[JobSpec]:
