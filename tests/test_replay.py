@@ -285,8 +285,8 @@ def test_calibration_without_restarts_or_stops_in_the_run(tmp_path: Path):
     keep = [x for x in (d / "events.jsonl").read_text().splitlines() if '"attempt": 0' in x]
     (d / "events.jsonl").write_text("\n".join(keep[:2]) + "\n")
     live = read_live(d)
-    # no restart measured: the first start-ups'; no stop measured: left to the setting
-    assert {(j.restart_delay, j.stop_delay) for j in live.jobs} == {(0.5, None)}
+    # no restart measured: the first start-ups'; no stop measured: one poll of the live engine
+    assert {(j.restart_delay, j.stop_delay) for j in live.jobs} == {(0.5, 0.2)}
 
 
 def test_calibration_takes_the_polls_delay_out_of_restart_start_ups(tmp_path: Path):

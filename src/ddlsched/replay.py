@@ -16,8 +16,8 @@ poll, by when the job may have made steps (those after the checkpoint it resumed
 job's step time from its reports) — work, which goes back into its duration. Where a job has no
 measurement of its own (it never restarted, or was never stopped) it gets the run's mean (its
 restarts'; where the run restarted nothing, its first start-ups'; ``mean_stop_s``); where the
-run measured no stop at all, the cell is left empty and the replay's ``--set stop_delay``
-applies (default 0).
+run measured no stop at all, one poll interval (a process that exits at once: the engine sees
+it at its next poll).
 
 Live runs of application-profile jobs (``app``) replay the same way, as trace jobs, when each
 job ran alone on the GPUs it asked for (fifo, sjf, tiresias); a run of pollux (which resizes
@@ -117,8 +117,12 @@ def read_live(path: str | Path) -> LiveMeasurements:
         )
     measured = _read_measured(d / "measured.csv")
     events = _read_events(d / "events.jsonl")
-    jobs, restarts, stops = calibrate(measured, events, summary, str(d / "summary.json"))
-    return LiveMeasurements(d, config, summary, jobs, restarts, stops)
+    live = LiveMeasurements(d, config, summary, [])
+    poll = live_poll_interval(live)
+    live.jobs, live.restarts, live.stops = calibrate(
+        measured, events, summary, str(d / "summary.json"), poll
+    )
+    return live
 
 
 def _json_object(path: Path) -> dict:
@@ -340,9 +344,10 @@ def calibrate(
     events: Mapping[int, JobEvents],
     summary: Mapping[str, object],
     source: str = "summary.json",
+    poll: float = 0.2,
 ) -> tuple[list[JobSpec], dict[int, list[float]], dict[int, list[float]]]:
     """The finished jobs as trace jobs with their own delays (module docstring), and per job
-    the restart start-ups and stops measured."""
+    the restart start-ups and stops measured; ``poll``: the live engine's poll interval."""
     from .workloads.trace_formats import placeholder_model
 
     def run_mean(key: str) -> float:
@@ -360,7 +365,8 @@ def calibrate(
     # nothing, its first start-ups' (the same process start, without the poll's delay)
     every = [r for rs in restarts.values() for r in rs]
     restart_default = _mean(every) if every else _mean(firsts) if firsts else mean_startup
-    stop_default = round(mean_stop, 6) if stops else None
+    # no stop measured: a process that exits at once, which the engine sees at its next poll
+    stop_default = round(mean_stop, 6) if stops else poll
     model = placeholder_model("live")
     jobs = []
     for job, arrival, gpus, duration in measured:
