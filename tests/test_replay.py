@@ -476,3 +476,30 @@ def test_a_real_live_run_replays_under_its_own_policy_and_another(tmp_path: Path
         ):
             time.sleep(0.2)
     assert left == []
+
+
+def test_the_fidelity_example_files():
+    """examples/live/replay-jobs.toml: ≥ 8 jobs that fit 2 × 2 GPUs, SJF estimates in one
+    order with gaps; replay_fidelity.sh is valid bash naming files that exist."""
+    import os
+    import subprocess
+
+    from ddlsched.live.jobfile import check_commands, read_live_jobs
+
+    root = Path(__file__).resolve().parent.parent
+    path = root / "examples" / "live" / "replay-jobs.toml"
+    jobs = read_live_jobs(path)
+    assert len(jobs) >= 8 and all(j.gpus <= 4 and j.duration for j in jobs)
+    lengths = sorted(j.duration for j in jobs)
+    assert all(b - a >= 0.5 for a, b in zip(lengths, lengths[1:], strict=False))
+    here = os.getcwd()
+    try:
+        os.chdir(root)  # the commands' paths are relative to the repository root
+        check_commands(jobs, str(path))
+    finally:
+        os.chdir(here)
+    script = root / "examples" / "live" / "replay_fidelity.sh"
+    assert subprocess.run(["bash", "-n", str(script)], timeout=30).returncode == 0
+    text = script.read_text()
+    for name in ("examples/live/cluster-2x2.toml", "examples/live/replay-jobs.toml"):
+        assert name in text and (root / name).exists()
