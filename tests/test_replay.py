@@ -111,6 +111,48 @@ def test_a_job_restarted_while_its_own_stop_is_under_way_waits_for_it():
     assert ex.busy_gpu_seconds() == pytest.approx(27.0)
 
 
+class ShareAndHold:
+    """Starts waiting jobs on GPU 0 (two may share it); at 10 preempts job 1 and holds it
+    back until 20."""
+
+    name = "share-and-hold"
+    jobs_per_gpu = 2
+
+    def attach(self, sim: Simulator) -> None:
+        self.held: set[int] = set()
+        sim.at(10.0, self.hold, sim)
+        sim.at(20.0, self.release, sim)
+
+    def hold(self, sim: Simulator) -> None:
+        self.held.add(1)
+        sim.preempt(sim.running[1])
+
+    def release(self, sim: Simulator) -> None:
+        self.held.clear()
+        sim.request_schedule()
+
+    def schedule(self, sim: Simulator) -> None:
+        for j in sorted(sim.queue, key=lambda j: j.job_id):
+            if j.job_id not in self.held and len(sim.residents[0]) < 2:
+                sim.start(j, (0,))
+
+
+def test_a_stop_delay_on_a_shared_gpu():
+    # A and B (30 s each) share GPU 0 from 0, each slowed ×2: by 10 each did 5 s. B is stopped
+    # at 10 (stop delay 4: it holds the GPU until 14, doing nothing; A runs alone from 10, at
+    # full pace); B restarts at 20: A has 15 s left, B 25 s, both ×2 again: A ends at 50, B
+    # then alone with 10 s left → 60. The GPU was busy 0–60, counted once.
+    ex = DurationExecutor(interference=2.0)
+    jobs = [job(0, 0, 30), job(1, 0, 30, stop_delay=4.0)]
+    sim = Simulator(Cluster.homogeneous(1, 1), jobs, ShareAndHold(), ex, max_jobs_per_gpu=2)
+    res = sim.run()
+    assert [(j.start, j.finish) for j in res.jobs] == [(0.0, 50.0), (0.0, 60.0)]
+    segs = sorted((s.job_id, s.start, s.end) for s in res.segments)
+    assert segs == [(0, 0.0, 50.0), (1, 0.0, 14.0), (1, 20.0, 60.0)]
+    assert ex.busy_gpu_seconds() == pytest.approx(60.0)
+    assert res.summary["gpu_util"] == pytest.approx(1.0)
+
+
 def test_stop_delay_applies_to_trace_jobs_only():
     s = Settings.from_mapping({"stop_delay": "2"})
     model_jobs = [JobSpec(0, 0.0, 1, 10, TRACE.__class__("m", 1.0, 1.0, 1, 0.01, 0.01))]
