@@ -545,3 +545,61 @@ def test_the_fidelity_example_files():
     text = script.read_text()
     for name in ("examples/live/cluster-2x2.toml", "examples/live/replay-jobs.toml"):
         assert name in text and (root / name).exists()
+
+
+class StopsSlowly:
+    """An executor whose stops are requests (as live processes): job 0 is moved from GPU 0 to
+    GPUs 1–2 at 5, and its old run ends its work at 6, during the stop."""
+
+    def attach(self, sim: Simulator) -> None:
+        self.sim = sim
+        sim.at(5.0, self.move)
+        sim.at(6.0, self.old_run_finishes)
+
+    def start(self, job, delay: float) -> None:
+        pass
+
+    def stop(self, job) -> bool:
+        return True
+
+    def move(self) -> None:
+        a = self.sim.running[0]
+        self.sim.preempt(a)
+        self.sim.start(a, (1, 2), resize=True)
+
+    def old_run_finishes(self) -> None:
+        a = self.sim.jobs[0]
+        self.sim.job_finished(a)
+        self.sim.stop_done(a)
+
+    def refresh(self, job) -> None:
+        pass
+
+    def settle(self) -> None:
+        pass
+
+    def busy_gpu_seconds(self) -> float:
+        return 6.0
+
+
+class StartOnGpu0:
+    name = "start-on-0"
+
+    def attach(self, sim: Simulator) -> None:
+        pass
+
+    def schedule(self, sim: Simulator) -> None:
+        for j in list(sim.queue):
+            if j.start is None:
+                sim.start(j, (0,))
+
+
+def test_a_job_that_finishes_while_its_restart_waits_keeps_the_gpus_it_ran_on():
+    # its restart on GPUs 1–2 never launched: jobs.csv's placement is that of its last
+    # segment (ddlsched check: "placement '0:1;0:2' is not its last segment's '0:0'")
+    sim = Simulator(Cluster.homogeneous(1, 4), [job(0, 0, 10)], StartOnGpu0(), StopsSlowly())
+    res = sim.run()
+    (j,) = res.jobs
+    assert (j.finish, j.preemptions, j.placement) == (6.0, 0, "0:0")
+    assert [(s.start, s.end, s.placement) for s in res.segments] == [(0.0, 6.0, "0:0")]
+    assert sim.launch_pending == {} and sim.gpu_draining == [0, 0, 0, 0]

@@ -397,6 +397,9 @@ class Simulator:
             if pending and job.job_id in self.stopping:
                 job.preemptions -= 1  # restarted while it stopped, and finished instead
             self._release(job)
+            if pending and job.segments:  # it never ran on the GPUs it was restarted on
+                job.gpus = job.segments[-1].gpus
+                job.servers = self.cluster.servers_of(job.gpus)
         elif job in self.queue:  # it finished its work while its stop was under way:
             self.queue.remove(job)  # the stop did not preempt it
             job.preemptions -= 1
