@@ -1162,7 +1162,8 @@ def arrow_table(draw: Any) -> tuple[list[str], list[str], list[list[Any]]]:
     n = draw(st.integers(0, 3))
     kinds, values = [], []
     for col in cols:
-        usual = "str" if col in GENERIC_COLUMNS[4:] and col != "batch_size" else "num"
+        numeric = ("batch_size", "restart_delay", "stop_delay")
+        usual = "str" if col in GENERIC_COLUMNS[4:] and col not in numeric else "num"
         kind = draw(mostly(st.just(usual), st.sampled_from(_ARROW_KINDS)))
         elem = {
             "num": mostly(st.integers(1, 1000), st.floats(0.5, 1e4)),

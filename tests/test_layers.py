@@ -10,7 +10,7 @@ Bottom to top::
     4  api, backends, policy, settings, settings_scope, live.executor, live.backend,
        live.profile, live.run, the service's modules (live.service: server, engine, httpapi,
        history, export, remote, page), and the package façade ``ddlsched/__init__``
-    5  experiments, config, sweep, report, check
+    5  experiments, config, sweep, report, check, replay
     6  cli
 
 The rules, on the imports of every module under ``src/ddlsched`` (parsed with ``ast``, nothing
@@ -83,6 +83,7 @@ LAYERS: dict[str, int] = {
     "sweep": 5,
     "report": 5,
     "check": 5,
+    "replay": 5,
     "cli": 6,
     "warmup": 6,  # python -m ddlsched.warmup: a set-up entry point, like the CLI
 }

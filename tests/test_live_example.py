@@ -113,6 +113,18 @@ def test_it_trains_reports_every_step_and_checkpoints(tmp_path):
     assert sorted(p.name for p in job.ckpt_dir.iterdir()) == ["train.npz"]
 
 
+def test_the_last_report_says_done_and_a_late_sigterm_cannot_kill_it(tmp_path):
+    # a stop that crosses the exit is read as a finish when the last report says done and the
+    # exit is 0 (docs/live.md); after its last step SIGTERM is ignored (it could otherwise kill
+    # the interpreter while it shuts down: exit -15, and the job would be run again)
+    job = Job(tmp_path, "--steps", "5", "--step-time", "1")
+    job.wait_for_step(5)
+    os.killpg(job.proc.pid, signal.SIGTERM)
+    rc, out = job.finish()
+    assert rc == 0 and "done: steps 0..5" in out, out
+    assert [r.get("done") for r in job.reports()] == [None, False, False, False, False, True]
+
+
 def test_sigterm_checkpoints_and_a_restart_resumes_from_that_step(tmp_path):
     args = ("--steps", "300", "--checkpoint-every", "1000")
     first = Job(tmp_path, *args, "--step-time", "0.02")

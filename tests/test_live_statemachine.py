@@ -301,3 +301,30 @@ def test_first_report_is_logged_once_per_attempt_even_after_a_silent_attempt(tmp
     firsts = [e for e in events if e["event"] == "first_report"]
     assert [(e["attempt"], e["step"]) for e in firsts] == [(1, 0)]
     assert ex.summary()["mean_startup_s"] == pytest.approx(3.0 - 1.2)
+
+
+def test_a_job_that_said_done_is_finished_however_its_processes_end(tmp_path) -> None:
+    """The job's last report says ``done``; the stop's SIGTERM then kills it (exit −15): it
+    is finished, not stopped and run again (seen by the replay's fidelity runs)."""
+    cluster = Cluster.homogeneous(1, 1)
+    jobs = [LiveJob(job_id=0, arrival=0.0, gpus=1, command=("x",))]
+    launcher = FakeLauncher(cluster)
+    clock = [0.0]
+    ex = LiveExecutor(launcher, {0: jobs[0]}, tmp_path, grace=5.0)
+    sim = RealtimeSimulator(
+        cluster, to_specs(jobs, 1.0), GreedyFifo(), ex, clock=lambda: clock[0], sleep=lambda s: None
+    )
+    sim._t0 = 0.0
+    sim.at(0.0, sim._arrive, sim.jobs[0])
+    machine = LiveMachine.__new__(LiveMachine)
+    machine.sim, machine.ex, machine.launcher = sim, ex, launcher
+    LiveMachine.step(machine)
+    launcher.gangs[0].progress = {"time": 1.0, "step": 10, "done": True}
+    clock[0] = 1.0
+    LiveMachine.step(machine)
+    sim.preempt(sim.jobs[0])  # the stop crosses the job's exit
+    launcher.gangs[0].codes = [-15]
+    clock[0] = 1.2
+    LiveMachine.step(machine)
+    assert ex.runs[0].finished and sim.jobs[0].status == DONE
+    assert [j for j, _ in launcher.launches] == [0]  # never launched again

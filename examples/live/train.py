@@ -21,6 +21,7 @@ import argparse
 import io
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -171,8 +172,11 @@ def main(argv: list[str] | None = None) -> int:
             params[k] -= args.lr * grads[k]
         step += 1
         samples += local_batch * world
-        if rank == 0:
-            live.report(step=step, samples=samples, loss=loss)
+        done = step >= args.steps
+        if done:  # a stop asked from now on crosses the exit: SIGTERM must not turn it into a
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # kill (exit -15), the exit stays 0
+        if rank == 0:  # the last report says the work is done, so such an exit is a finish
+            live.report(step=step, samples=samples, loss=loss, done=done)
         if step % args.checkpoint_every == 0:
             checkpoint()
         if live.should_stop():

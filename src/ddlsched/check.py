@@ -458,6 +458,8 @@ def _context(
     )
     if cfg.get("mode") == "live":
         _load_live_context(cfg, ctx, res, directory)
+    elif cfg.get("mode") == "replay":
+        _load_replay_context(cfg, ctx, res, directory)
     elif cfg:  # (absent or broken: noted or reported already)
         _load_context(cfg, ctx, res)
     return ctx
@@ -503,6 +505,27 @@ def _load_live_context(
         ctx.specs = {s.job_id: s for s in specs}
     except Exception as e:  # noqa: BLE001
         res.notes.append(f"job file not loadable ({e}): arrivals and GPU counts not checked")
+
+
+def _load_replay_context(
+    cfg: dict, ctx: _Context, res: RunCheck, directory: Path | None = None
+) -> None:
+    """A replay's cluster and jobs: its calibrated trace (``replay.csv`` in the run directory,
+    with the live run's job ids)."""
+    from .core.cluster_io import load_cluster
+    from .replay import REPLAY_FILE, read_replay_jobs
+
+    try:
+        ctx.cluster = load_cluster(str(cfg.get("cluster")))
+    except Exception as e:  # noqa: BLE001 - a note, not a crash
+        res.notes.append(f"cluster not loadable ({e}): GPU ids and counts not checked")
+    try:
+        if directory is None:
+            raise InputError("no run directory")
+        specs = read_replay_jobs(directory / str(cfg.get("workload") or REPLAY_FILE))
+        ctx.specs = {s.job_id: s for s in specs}
+    except Exception as e:  # noqa: BLE001
+        res.notes.append(f"replay trace not loadable ({e}): arrivals and GPU counts not checked")
 
 
 def _load_context(cfg: dict, ctx: _Context, res: RunCheck) -> None:

@@ -431,6 +431,46 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    from .progress import ProgressBar
+    from .replay import REPLAY_FILE, ReplayConfig, replay
+
+    cfg = ReplayConfig(
+        live=args.live,
+        policy=args.policy,
+        out=args.out,
+        settings=_parse_sets(args.set or []),
+        seed=args.seed,
+        cluster=args.cluster,
+        overwrite=args.overwrite,
+    )
+    bar = ProgressBar(f"replay {cfg.policy}", enabled=False if args.quiet else None)
+    res, live = replay(cfg, progress=bar)
+    restarts = [x for xs in live.restarts.values() for x in xs]
+    stops = [x for xs in live.stops.values() for x in xs]
+
+    def mean(xs: list[float]) -> str:
+        return f"{sum(xs) / len(xs):.2f} s" if xs else "none measured"
+
+    print(
+        f"calibrated {len(live.jobs)} finished jobs of {live.path} (live {live.policy}): "
+        f"restart start-up {mean(restarts)} ({len(live.restarts)} jobs restarted), "
+        f"stop {mean(stops)} ({len(live.stops)} jobs stopped)"
+    )
+    s = res.summary
+    print(resolved_line(res.resolved))
+    print(
+        f"{len(res.jobs)} jobs  avg JCT {s['avg_jct']:.1f} s  median {s['median_jct']:.1f} s  "
+        f"makespan {s['makespan']:.1f} s  GPU util {100 * s['gpu_util']:.1f} %  "
+        f"preemptions {sum(j.preemptions for j in res.jobs)}"
+    )
+    print(
+        f"wrote {os.path.join(cfg.out, 'config.json')}, summary.json, jobs.csv, segments.csv, "
+        f"{REPLAY_FILE}"
+    )
+    return 0
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from .check import check_paths
 
@@ -820,6 +860,29 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--out", metavar="FILE.csv", help="write the per-job table (job_id, jct_a, …)")
     cp.add_argument("--json", action="store_true", help="print the summary as JSON")
     cp.set_defaults(func=cmd_compare)
+
+    rpl = sub.add_parser(
+        "replay",
+        help="simulate a live run's jobs, as it measured them, under any policy (docs/live.md)",
+    )
+    rpl.add_argument("live", metavar="LIVE_DIR", help="a run directory `ddlsched live` wrote")
+    rpl.add_argument("--policy", required=True, help="the policy to predict, e.g. sjf, tiresias")
+    rpl.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="setting (over the live run's that apply), e.g. interval=1",
+    )
+    rpl.add_argument("--seed", type=int_arg, help="seed (default: the live run's)")
+    rpl.add_argument("--cluster", help="cluster preset or file (default: the live run's)")
+    rpl.add_argument("--out", required=True, help="output run directory")
+    rpl.add_argument("--quiet", action="store_true", help="no progress bar")
+    rpl.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an --out that holds another run (default: refuse, exit 2)",
+    )
+    rpl.set_defaults(func=cmd_replay)
 
     ck = sub.add_parser(
         "check", help="prove result directories are valid schedules (one line per violation)"

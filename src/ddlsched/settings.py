@@ -35,6 +35,11 @@ class EngineSettings:
 
     max_jobs_per_gpu: int = 0  # 0 = limited by memory only
     restart_delay: float = 0.0
+    # seconds a preempted trace job keeps its GPUs after the stop request (checkpoint, exit)
+    stop_delay: float = 0.0
+    # > 0: decide as a live engine that looks at its trace jobs every so many seconds (a
+    # job's end and a stop's completion are seen at the nearest poll; ``ddlsched replay``)
+    poll_interval: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,8 @@ RECORDED_IF_CHANGED = frozenset(
         "gavel_reset_interval",
         "gavel_fifo_quirk",
         "gpu_type_aware",
+        "stop_delay",
+        "poll_interval",
     }
 )
 
@@ -301,6 +308,8 @@ class Settings(
         for name in (
             "a",
             "restart_delay",
+            "stop_delay",
+            "poll_interval",
             "rescale_delay",
             "interval",
             "horizon",
@@ -323,6 +332,8 @@ class Settings(
             "b",
             "eta",
             "restart_delay",
+            "stop_delay",
+            "poll_interval",
             "max_jobs_per_gpu",
             "xi2",
             "alpha",

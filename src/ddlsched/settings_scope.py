@@ -125,6 +125,8 @@ SCOPES: dict[str, Rule] = {
         "(application-profile jobs use rescale_delay)",
         lambda r: r.kind != PROFILE,
     ),
+    "stop_delay": ("to trace (duration) jobs", lambda r: r.kind == DURATION),
+    "poll_interval": ("to trace (duration) jobs", lambda r: r.kind == DURATION),
     "model": ("to model jobs (online policies and planners)", _always),
     **{
         k: (_RAR, _always)

@@ -1,8 +1,9 @@
 """Trace jobs with a measured duration (Philly, Gavel …): ``DurationExecutor`` + a job-level
-policy; ``restart_delay`` after every preemption. Exclusive GPUs, except under a GPU-sharing
-policy (sjf-ffs, sjf-bsbf, a policy declaring ``jobs_per_gpu`` > 1): then up to that many jobs
-per GPU (``max_jobs_per_gpu`` may lower or raise it), each slowed by Gavel's measured pairs or
-the ``interference`` ratio (docs/models.md "Co-location on shared GPUs")."""
+policy; ``restart_delay`` after every preemption and ``stop_delay`` at each (the jobs' own where
+they have them). Exclusive GPUs, except under a GPU-sharing policy (sjf-ffs, sjf-bsbf, a policy
+declaring ``jobs_per_gpu`` > 1): then up to that many jobs per GPU (``max_jobs_per_gpu`` may
+lower or raise it), each slowed by Gavel's measured pairs or the ``interference`` ratio
+(docs/models.md "Co-location on shared GPUs")."""
 
 from __future__ import annotations
 
@@ -83,10 +84,11 @@ class DurationBackend(Backend):
             cluster,
             jobs,
             policy,
-            DurationExecutor(interference=settings.interference),
+            DurationExecutor(interference=settings.interference, stop_delay=settings.stop_delay),
             seed=seed,
             max_jobs_per_gpu=jobs_per_gpu(policy, settings),
             restart_delay=settings.restart_delay,
+            polls_every=settings.poll_interval,
             progress=progress,
             policy_origin=origin,
             builtin_policy=builtin,

@@ -5,9 +5,13 @@ has no performance model). On a cluster whose GPU types differ, a placement take
 on the slowest type among its GPUs (synchronous data parallelism: every step waits for the
 slowest worker; ``JobSpec.duration_on``): the work left is kept in seconds of ``duration`` and
 runs at ``pace`` = that time ÷ ``duration`` (1 on a single-type cluster, so its arithmetic is
-unchanged). Preemption keeps the work done; every restart first costs the engine's
-``restart_delay`` seconds without progress (GPUs held). One finish event per run: O(log n) per
-start, stop and completion.
+unchanged). Preemption keeps the work done; every restart first costs ``restart_delay``
+seconds without progress (GPUs held): the job's own (``JobSpec.restart_delay``) or the run's.
+A stop may take time: with a stop delay > 0 (the job's ``JobSpec.stop_delay`` or the run's
+``stop_delay``) a preempted job's work stops at the request, but its GPUs stay held (busy) for
+that many seconds — a real job checkpointing and exiting — before the engine may launch other
+jobs on them (``stop`` returns True; ``Simulator.stop_done`` when the delay is over). One
+finish event per run: O(log n) per start, stop and completion.
 
 Shared GPUs (a sharing policy, ``max_jobs_per_gpu`` > 1; docs/models.md "Co-location on shared
 GPUs"): while a job shares one of its GPUs, its pace is multiplied by the largest slowdown ξ
@@ -49,8 +53,11 @@ class DurationExecutor:
     """Executor for duration jobs (``JobSpec.duration`` > 0); ``interference``: ξ of a job
     sharing a GPU with a job whose pair Gavel did not measure (Luo's single ratio)."""
 
-    def __init__(self, interference: float = 1.5) -> None:
+    def __init__(self, interference: float = 1.5, stop_delay: float = 0.0) -> None:
         self.interference = interference
+        #: seconds a preempted job holds its GPUs after the stop request (jobs without their
+        #: own ``JobSpec.stop_delay``)
+        self.stop_delay = stop_delay
 
     def attach(self, sim: Simulator) -> None:
         self.sim = sim
@@ -73,6 +80,8 @@ class DurationExecutor:
         self._period_sum = [0.0] * n
         #: busy seconds per GPU of the runs that ended (see ``gpu_busy``)
         self.gpu_busy_done = [0.0] * n
+        #: stops under way (a stop delay): job id → (the GPUs its stopped run holds, since when)
+        self.draining: dict[int, tuple[tuple[int, ...], float]] = {}
         cl = sim.cluster
         #: per GPU: (type, speed); undeclared types: every job runs at its ``duration``
         self._types = [(cl.gpu_type(g), cl.gpu_speed(g)) for g in range(cl.num_gpus)]
@@ -96,14 +105,41 @@ class DurationExecutor:
         r.pace = r.alone_pace if slow == 1.0 else r.alone_pace * slow
         if self._shares:
             self._hold(job.gpus)
-        self.sim.at(r.work_from + r.left * r.pace, self._done, job, r.ver)
+        self.sim.observe_at(r.work_from + r.left * r.pace, self._done, job, r.ver)
         if self._shares:
             self._retime_neighbours(job)
 
-    def stop(self, job: JobState) -> None:
+    def stop(self, job: JobState) -> bool:
+        """Stop ``job``'s run, keeping its work. With a stop delay > 0 its work stops now but
+        its GPUs stay held until the delay is over (``True``: the engine lets them drain, and
+        ``_stopped`` calls ``Simulator.stop_done`` then); else they are free now."""
         r = self.runs[job.job_id]
         r.left = self._left(r)
-        self._leave(job, r)
+        own = job.spec.stop_delay
+        delay = self.stop_delay if own is None else own
+        if not delay > 0:
+            self._leave(job, r)
+            return False
+        r.running = False
+        r.ver += 1  # its finish event is void
+        gpus = job.gpus  # the engine may give the job other GPUs before the stop is done
+        self.draining[job.job_id] = (gpus, r.since)
+        if self._shares:  # it no longer slows the jobs beside it: it computes no more
+            self._retime_neighbours(job, leaving=job)
+        self.sim.observe_at(self.sim.now + delay, self._stopped, job)
+        return True
+
+    def _stopped(self, job: JobState) -> None:
+        """``job``'s stop delay is over: its stopped run gives its GPUs back (held time
+        accounted up to now) and the engine launches what waits for them."""
+        gpus, since = self.draining.pop(job.job_id)
+        held = self.sim.now - since
+        self.busy += held * len(gpus)
+        for g in gpus:
+            self.gpu_busy_done[g] += held
+        if self._shares:
+            self._release(gpus, held)
+        self.sim.stop_done(job)
 
     def refresh(self, job: JobState) -> None:
         """Service left for SRSF-style orderings: GPUs × remaining seconds (Wang's L_J)."""
@@ -132,11 +168,18 @@ class DurationExecutor:
         return job.spec.duration - self.remaining_time(job)
 
     def gpu_busy(self, gpu: int) -> float:
-        """Accumulated held time of ``gpu`` so far (restart delays included)."""
+        """Accumulated held time of ``gpu`` so far (restart and stop delays included)."""
         now = self.sim.now
-        return self.gpu_busy_done[gpu] + sum(
-            now - self.runs[j.job_id].since for j in self.sim.residents[gpu]
+        runs = self.runs
+        busy = self.gpu_busy_done[gpu] + sum(
+            now - runs[j.job_id].since  # not a job waiting for a stop to finish (not running)
+            for j in self.sim.residents[gpu]
+            if runs[j.job_id].running
         )
+        for gpus, since in self.draining.values():
+            if gpu in gpus:
+                busy += now - since
+        return busy
 
     def alone_time(self, job: JobState) -> float:
         """Seconds alone on an equal share of the GPU types (``AloneTimes``): 1 ÷ Σ_t
@@ -312,7 +355,7 @@ class DurationExecutor:
                 n.work_from = now
             n.pace = pace
             n.ver += 1
-            self.sim.at(n.work_from + n.left * n.pace, self._done, other, n.ver)
+            self.sim.observe_at(n.work_from + n.left * n.pace, self._done, other, n.ver)
 
     def _hold(self, gpus: tuple[int, ...]) -> None:
         """A job takes ``gpus`` now: a GPU that held none starts a held period."""

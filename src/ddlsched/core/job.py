@@ -45,6 +45,12 @@ class JobSpec:
     #: ``num_gpus``); None: a shared GPU slows it by the run's ``interference`` ratio
     #: (docs/models.md "Co-location on shared GPUs"). Not part of equality or hashing.
     colocation: GavelPairs | None = field(default=None, compare=False, repr=False)
+    #: seconds without progress at each restart of this job (GPUs held), e.g. the start-up a
+    #: live run measured for it (``ddlsched replay``); None: the run's ``restart_delay``
+    restart_delay: float | None = None
+    #: seconds a preempted job keeps its GPUs after the stop request (checkpoint and exit)
+    #: before they are free; None: the run's ``stop_delay`` (trace jobs)
+    stop_delay: float | None = None
 
     def duration_on(self, gpu_type: str, speed: float = 1.0) -> float | None:
         """Seconds alone on ``num_gpus`` GPUs of ``gpu_type`` (speed factor ``speed``): the

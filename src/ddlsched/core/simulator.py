@@ -99,6 +99,7 @@ class Simulator:
         round_interval: float = 60.0,
         policy_origin: PolicyOrigin | None = None,
         builtin_policy: bool = False,
+        polls_every: float = 0.0,
     ) -> None:
         self.cluster = cluster
         self.policy = policy
@@ -153,6 +154,13 @@ class Simulator:
         #: jobs started on GPUs that still drain (or while their own old run stops): launched
         #: by ``stop_done`` once the GPUs are clear, in start order; job id → (job, delay)
         self.launch_pending: dict[int, tuple[JobState, float]] = {}
+        #: > 0: the engine decides as a live engine polling its jobs every ``polls_every``
+        #: seconds (``observe_at``, ``_loop_polled``); 0: at every event's exact time
+        self.polls_every = polls_every
+        #: observed events (``observe_at``): (time, seq, handler, args), and those made during
+        #: the current iteration of ``_loop_polled`` (seen from the next one on)
+        self._observed: list[tuple[float, int, Callable[..., None], tuple[Any, ...]]] = []
+        self._fresh: list[tuple[float, int, Callable[..., None], tuple[Any, ...]]] = []
         executor.attach(self)
         try:
             policy.attach(self)
@@ -177,6 +185,18 @@ class Simulator:
         """Schedule ``handler(*args)`` at ``time`` (ties keep insertion order: deterministic)."""
         self._seq += 1
         heapq.heappush(self._heap, (round(time, TIME_DIGITS), self._seq, handler, args))
+
+    def observe_at(self, time: float, handler: Callable[..., None], *args: Any) -> None:
+        """Schedule ``handler(*args)``, something the engine learns by looking at the jobs (a
+        job's end, a stop's completion), at ``time``. With ``polls_every`` = p > 0 it runs at
+        the first later iteration of the polling loop at or after ``time`` − p/2 (the nearest
+        poll: a live engine sees an exit at its next poll, and a duration measured live ends
+        at a poll already); else exactly as ``at``."""
+        if not self.polls_every:
+            self.at(time, handler, *args)
+            return
+        self._seq += 1
+        self._fresh.append((round(time, TIME_DIGITS), self._seq, handler, args))
 
     def request_schedule(self) -> None:
         """Ask for a policy pass at the end of the current instant."""
@@ -295,7 +315,7 @@ class Simulator:
         job.status = RUNNING
         job.gpus = gpus
         job.servers = self.cluster.servers_of(gpus)
-        delay = 0.0 if job.start is None else self.restart_delay
+        delay = 0.0 if job.start is None else self.restart_delay_of(job)
         self.running[job.job_id] = job
         self._epoch += 1
         if configure is not None and config is not None:
@@ -306,6 +326,12 @@ class Simulator:
             self.launch_pending[job.job_id] = (job, delay)
             return
         self._launch(job, delay)
+
+    def restart_delay_of(self, job: JobState) -> float:
+        """Seconds without progress at each restart of ``job``: its own
+        (``JobSpec.restart_delay``) where it has one, else the run's ``restart_delay``."""
+        own = job.spec.restart_delay
+        return self.restart_delay if own is None else own
 
     def _launch(self, job: JobState, delay: float) -> None:
         """Open the job's segment and hand it to the executor (its processes start now)."""
@@ -371,6 +397,9 @@ class Simulator:
             if pending and job.job_id in self.stopping:
                 job.preemptions -= 1  # restarted while it stopped, and finished instead
             self._release(job)
+            if pending and job.segments:  # it never ran on the GPUs it was restarted on
+                job.gpus = job.segments[-1].gpus
+                job.servers = self.cluster.servers_of(job.gpus)
         elif job in self.queue:  # it finished its work while its stop was under way:
             self.queue.remove(job)  # the stop did not preempt it
             job.preemptions -= 1
@@ -435,6 +464,8 @@ class Simulator:
     def _loop(self) -> int:
         """Process every event in time order, then the policy and ``settle`` after each
         instant; return the number of events."""
+        if self.polls_every:
+            return self._loop_polled()
         if isinstance(self.executor, OwnsEvents):
             return self._loop_shared(self.executor)
         heap = self._heap
@@ -490,6 +521,45 @@ class Simulator:
                 self._policy_pass()
             settle()
         return count + ex.own_events() - before
+
+    def _loop_polled(self) -> int:
+        """``_loop`` as the live engine's loop (``core/realtime.py``) runs it, in simulated time:
+        iterations at 0, then every ``polls_every`` seconds after the previous one or at the
+        next timed event (arrival, round) if earlier; each runs the events due, then what is
+        observed by then (``observe_at``), then the policy and ``settle``. Iterations where
+        nothing happens are skipped (they would change nothing)."""
+        heap, seen, fresh = self._heap, self._observed, self._fresh
+        pop, push = heapq.heappop, heapq.heappush
+        p = self.polls_every
+        half = p / 2
+        settle = self.executor.settle
+        count = 0
+        t = 0.0
+        while True:
+            self.now = t
+            while heap and heap[0][0] <= t:
+                _, _, handler, args = pop(heap)
+                handler(*args)
+                count += 1
+            while seen and seen[0][0] - half <= t + 1e-9:
+                _, _, handler, args = pop(seen)
+                handler(*args)
+                count += 1
+            if self._dirty:
+                self._policy_pass()
+            settle()
+            for item in fresh:
+                push(seen, item)
+            fresh.clear()
+            nxt = math.inf
+            if heap:
+                nxt = max(heap[0][0], t)  # due now (made during this iteration): at once
+            if seen:
+                k = max(1, math.ceil((seen[0][0] - half - t) / p - 1e-9))
+                nxt = min(nxt, t + k * p)
+            if nxt == math.inf:
+                return count
+            t = round(nxt, TIME_DIGITS)
 
     def _policy_pass(self) -> None:
         """The policy's ``schedule`` at the end of an instant where something changed."""

@@ -79,6 +79,14 @@ def check_job_times(jobs: Iterable[JobSpec], source: str | None = None, note: st
                     field="t_forward",
                 )
             end, what = j.arrival + j.iterations * step, "arrival + iterations × compute time"
+        for name in ("restart_delay", "stop_delay"):
+            own = getattr(j, name)
+            if own is not None and not (math.isfinite(own) and 0 <= own <= MAX_TIME):
+                raise InputError(
+                    f"{who}: {name} {own:g} s is outside {_RANGE}{tail}",
+                    source=source,
+                    field=name,
+                )
         if not end <= MAX_TIME:
             raise InputError(
                 f"{who}: {what} is {end:g} s, beyond {_RANGE}{tail}",

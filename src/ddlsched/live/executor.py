@@ -16,8 +16,9 @@ A stop is a request: ``stop`` returns at once (``True``: the engine lets the job
 and its completion — the processes seen gone at a later ``poll`` — is an event that ends the
 attempt and tells the engine (``Simulator.stop_done``). How an exit is read:
 
-- every process exited 0 and the job said its work is done (a progress record with
-  ``"done": true``: ``live.report(..., done=True)``) → finished, whatever the timing;
+- the job said its work is done (a last progress record with ``"done": true``:
+  ``live.report(..., done=True)``) → finished, whatever the timing and however its processes
+  ended (a SIGTERM that crossed its exit included);
 - every process exited 0 and no stop was asked before the exit → finished (today's
   contract: exit 0 = done); a job whose processes were already gone when the stop was to be
   asked is read so too, and no stop is sent;
@@ -360,7 +361,9 @@ class LiveExecutor:
         self._ended(job, r, a, p)
         codes = list(p.exit_codes)
         stop_asked = a.stop_asked is not None and not a.gone_before_stop
-        done = all(c == 0 for c in codes) and (not stop_asked or self._said_done(r))
+        # its own word that the work is done wins over how the processes ended (a job killed
+        # by the stop's SIGTERM just after its last report is finished, not stopped)
+        done = self._said_done(r) or (all(c == 0 for c in codes) and not stop_asked)
         if a.stop_asked is not None:
             r.stop_seconds.append(self.sim.now - a.stop_asked)
         if a.intent in (PREEMPT, CANCEL):
@@ -614,7 +617,7 @@ class LiveExecutor:
         assert a is not None
         self._ended(job, r, a, p)
         gone = a.stop_asked is None or a.gone_before_stop
-        if all(c == 0 for c in p.exit_codes) and (gone or self._said_done(r)):
+        if self._said_done(r) or (all(c == 0 for c in p.exit_codes) and gone):
             self._finish(job, r, a, during=INTERRUPT)
         else:
             self._event("stopped", job, exit_codes=list(p.exit_codes), step=self._step(r))

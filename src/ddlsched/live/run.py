@@ -54,6 +54,7 @@ class LiveConfig:
             "seed": self.seed,
             "time_scale": self.time_scale,
             "grace": self.grace,
+            "poll_interval": self.poll_interval,
             "launcher": self.launcher,
             "settings": self.settings.sectioned(),
         }

@@ -61,8 +61,8 @@ without the constants):
    GPUs (its GPUs stay idle this round; a Gavel quirk, reproduced).
 8. Across rounds (engine side): a job given the same GPUs again keeps running (no restart); a
    job that loses its GPUs or moves is preempted and keeps its work. Gavel's simulator charges
-   nothing for this; here ``restart_delay`` (default 0) is paid on every restart, as for every
-   trace policy.
+   nothing for this; here ``restart_delay`` (default 0; a job's own
+   ``JobSpec.restart_delay``) is paid on every restart, as for every trace policy.
 9. Allocations (:mod:`gavel_lp`; Gavel's policy classes via scheduler.py:_compute_allocation):
    job order by id, priority weights 1; throughputs T[j, t] = 1 / (job j's seconds alone on
    type t, ``JobSpec.duration_on``; 0 where it cannot run), i.e. "jobs per second", and steps
@@ -200,7 +200,6 @@ class GavelPolicy:
         self._K = K
         self._half = self.round_length / 2.0
         self._times: JobTimes = sim.estimates(JobTimes)
-        self._restart_delay = sim.restart_delay
         # per job: throughput per column (jobs/s), duration, GPUs
         self._thr: dict[int, list[float]] = {}
         self._state: dict[int, JobState] = {}
@@ -354,7 +353,7 @@ class GavelPolicy:
             job = self._state[jid]
             delay = 0.0
             if job.status != RUNNING:
-                delay = self._restart_delay if job.start is not None else 0.0
+                delay = sim.restart_delay_of(job) if job.start is not None else 0.0
                 sim.start(job, gpus)
             micro = self._micro(job, k)
             self._micro_end[jid] = now + micro

@@ -20,7 +20,7 @@ from ..errors import InputError
 
 _LABEL = re.compile(r"^\s*(\d+)\s*:\s*(\d+)\s*$")
 # config keys that never distinguish one group of runs from another
-_NOT_GROUPING = {"seed", "version"}
+_NOT_GROUPING = {"seed", "version", "mode"}
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ def group_labels(configs: Sequence[dict]) -> list[str]:
         key=lambda k: (k != "policy", k),
     )
     varying = [k for k in keys if len({repr(f.get(k)) for f in flat}) > 1]
-    modes = {f.get("mode") == "live" for f in flat}
+    modes = {f.get("mode") or "sim" for f in flat}
     out = []
     for f in flat:
         parts = [
@@ -174,7 +174,7 @@ def group_labels(configs: Sequence[dict]) -> list[str]:
         if len(modes) > 1:
             if "policy" not in varying:
                 parts.insert(0, str(f.get("policy")))
-            parts.append("live" if f.get("mode") == "live" else "sim")
+            parts.append(str(f.get("mode") or "sim"))  # live, replay or sim
         out.append(" ".join(parts) or str(f.get("policy") or "run"))
     return out
 

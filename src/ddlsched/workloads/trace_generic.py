@@ -32,9 +32,12 @@ GENERIC_COLUMNS: tuple[str, ...] = (
     "user",
     "queue",
     "type_durations",
+    "restart_delay",
+    "stop_delay",
 )
-#: written only when some job has a per-type table (older readers' files stay as they were)
-OPTIONAL_WRITTEN = ("type_durations",)
+#: written only when some job has a value (a per-type table, its own delays): files without
+#: them stay as they were
+OPTIONAL_WRITTEN = ("type_durations", "restart_delay", "stop_delay")
 #: Columns every generic trace must have.
 GENERIC_REQUIRED: tuple[str, ...] = ("arrival", "num_gpus")
 #: First bytes of a Parquet file.
@@ -232,6 +235,8 @@ def _build(
     per_type = _type_durations(rec.get("type_durations"), err)
     if per_type and not duration:
         raise err("per-type durations need the job's duration too", "type_durations")
+    restart_delay = _delay(rec.get("restart_delay"), "restart_delay", err)
+    stop_delay = _delay(rec.get("stop_delay"), "stop_delay", err)
     key = (model, application, batch, bool(duration))
     profile = cache.get(key)
     if profile is None:
@@ -249,7 +254,22 @@ def _build(
         user=user,
         queue=queue,
         type_durations=per_type,
+        restart_delay=restart_delay,
+        stop_delay=stop_delay,
     )
+
+
+def _delay(v: Any, field: str, err: _Err) -> float | None:
+    """A job's own ``restart_delay`` / ``stop_delay`` cell: seconds ≥ 0; empty: None (the
+    run's setting)."""
+    if _missing(v):
+        return None
+    seconds = _number(v, field, err)
+    if seconds < 0:
+        raise err(f"must be ≥ 0 seconds, got {seconds:g}", field)
+    if problem := time_problem(seconds):
+        raise err(problem, field)
+    return seconds
 
 
 def _type_durations(v: Any, err: _Err) -> tuple[tuple[str, float], ...]:
@@ -321,6 +341,8 @@ def _rows(jobs: Iterable[JobSpec]) -> list[list[Any]]:
                 j.user or None,
                 j.queue or None,
                 _cell_of(j.type_durations),
+                None if j.restart_delay is None else float(j.restart_delay),
+                None if j.stop_delay is None else float(j.stop_delay),
             ]
         )
     return rows
@@ -368,6 +390,8 @@ def _write_parquet(rows: list[list[Any]], path: Path, columns: list[str]) -> Non
         pa.string(),
         pa.string(),
         pa.string(),
+        pa.float64(),
+        pa.float64(),
     )
     types = tuple(types[GENERIC_COLUMNS.index(c)] for c in columns)
     arrays = [pa.array([r[k] for r in rows], type=t) for k, t in enumerate(types)]
