@@ -101,6 +101,7 @@ def test_the_api_answers_starting_before_ray_is_up(home) -> None:  # noqa: F811
     listening = time.monotonic() - t0
     assert doc.get("pid") == svc.proc.pid, svc.log.read_text()
     svc.url = doc["url"]
+    svc.token = (svc.state / "token").read_text().strip()  # made before the API listens
     if not doc["ready"]:
         status, body = svc.call("GET", "/jobs")
         if status == 503:  # still starting (Ray takes seconds): the answer says so
