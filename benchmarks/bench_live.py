@@ -68,6 +68,8 @@ def quantile(xs: list[float], q: float) -> float:
 
 
 def stats(xs: list[float]) -> dict[str, float]:
+    if not xs:
+        return {"n": 0, "median_s": 0.0, "p90_s": 0.0, "max_s": 0.0}
     return {
         "n": len(xs),
         "median_s": statistics.median(xs),
@@ -221,7 +223,27 @@ def bench_live_cli(kind: str, tmp: Path, jobs: int) -> dict[str, object]:
     doc = makespan_doc(float(summary["makespan"]), jobs)
     doc["command_wall_s"] = wall
     doc["avg_queueing_s"] = summary.get("avg_queueing")
+    doc["idle_while_waiting"] = stats(idle_gaps(out))
     return doc
+
+
+def idle_gaps(run_dir: Path) -> list[float]:
+    """Seconds each GPU stood idle between two jobs while a job was waiting (every job
+    arrives at t = 0 here, so every gap before the last start is one): per decision, from the
+    previous job's segment end on that GPU to the next one's start (segments.csv)."""
+    import csv
+
+    with open(run_dir / "segments.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    by_gpu: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        for g in r["placement"].split(";"):
+            by_gpu.setdefault(g, []).append((float(r["start"]), float(r["end"])))
+    gaps = []
+    for spans in by_gpu.values():
+        spans.sort()
+        gaps += [b[0] - a[1] for a, b in zip(spans, spans[1:], strict=False)]
+    return gaps
 
 
 def make_launcher(kind: str):
@@ -286,6 +308,10 @@ def print_table(doc: dict) -> None:
                 f"makespan, {m['jobs']} × sleep 1 on {SERVERS}×{GPUS}, {label}: "
                 f"{m['makespan_s']:.2f} s vs ideal {m['ideal_s']:.0f} s = ×{m['ratio']:.3f}"
             )
+            if "idle_while_waiting" in m:
+                g = m["idle_while_waiting"]
+                print(f"  a GPU idle while a job waited, per decision: median {ms(g['median_s'])}"
+                      f" ms, p90 {ms(g['p90_s'])} ms, max {ms(g['max_s'])} ms")  # fmt: skip
 
 
 def main() -> None:

@@ -531,3 +531,5 @@ def test_bench_live_runs_on_the_local_launcher(tmp_path):
     assert all(d["to_exec"]["n"] == 2 for d in run["launch"])
     assert run["makespan_loop"]["ideal_s"] == 1.0
     assert run["makespan_live"]["jobs"] == 8 and run["makespan_live"]["ratio"] >= 1.0
+    # one wave on 8 GPUs: no GPU stood idle while a job waited
+    assert run["makespan_live"]["idle_while_waiting"]["n"] == 0
