@@ -224,7 +224,18 @@ def bench_live_cli(kind: str, tmp: Path, jobs: int) -> dict[str, object]:
     doc["command_wall_s"] = wall
     doc["avg_queueing_s"] = summary.get("avg_queueing")
     doc["idle_while_waiting"] = stats(idle_gaps(out))
+    # a job's processes end 1 s after their launch (``sleep 1``): what its GPUs were held
+    # beyond that is the GPU idle until the engine saw the exit and launched the next job
+    doc["held_beyond_work"] = stats(held_beyond(out, 1.0))
     return doc
+
+
+def held_beyond(run_dir: Path, work: float) -> list[float]:
+    """Per segment, the seconds its GPUs were held beyond the job's own ``work`` seconds."""
+    import csv
+
+    with open(run_dir / "segments.csv", newline="") as f:
+        return [float(r["end"]) - float(r["start"]) - work for r in csv.DictReader(f)]
 
 
 def idle_gaps(run_dir: Path) -> list[float]:
@@ -310,8 +321,11 @@ def print_table(doc: dict) -> None:
             )
             if "idle_while_waiting" in m:
                 g = m["idle_while_waiting"]
-                print(f"  a GPU idle while a job waited, per decision: median {ms(g['median_s'])}"
+                print(f"  gap between two jobs' segments on a GPU: median {ms(g['median_s'])}"
                       f" ms, p90 {ms(g['p90_s'])} ms, max {ms(g['max_s'])} ms")  # fmt: skip
+                h = m["held_beyond_work"]
+                print(f"  held beyond the job's 1 s (exit → seen → next launch): median "
+                      f"{ms(h['median_s'])} ms, p90 {ms(h['p90_s'])} ms, max {ms(h['max_s'])} ms")  # fmt: skip
 
 
 def main() -> None:
