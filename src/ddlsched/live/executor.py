@@ -119,6 +119,10 @@ class Attempt:
     #: engine time of its first progress report, and the step it reported
     first_report: float | None = None
     first_step: object = None
+    #: the last step it had reported when the stop was asked; the seconds of work it did after
+    #: that (steps reported after the request × its own seconds per step): work a replay counts
+    step_at_stop: int | None = None
+    work_after_stop: float = 0.0
 
     @property
     def startup(self) -> float | None:
@@ -234,6 +238,7 @@ class LiveExecutor:
             return False
         intent, self.intent = self.intent, PREEMPT
         a.state, a.intent, a.stop_asked = STOPPING, intent, self.sim.now
+        a.step_at_stop = r.last_seen[1] if r.last_seen is not None else None
         self._states[job.job_id] = job
         try:
             p = self.launcher.poll(job.job_id)
@@ -366,6 +371,7 @@ class LiveExecutor:
         done = self._said_done(r) or (all(c == 0 for c in codes) and not stop_asked)
         if a.stop_asked is not None:
             r.stop_seconds.append(self.sim.now - a.stop_asked)
+            a.work_after_stop = self._work_after_stop(r, a)
         if a.intent in (PREEMPT, CANCEL):
             # the engine already took the job off its GPUs: they drain until now
             if done:
@@ -407,6 +413,17 @@ class LiveExecutor:
             r.failed = True
             self._event("failed", job, exit_codes=codes, failures=r.failures)
             self._done(job)  # ends the job; recorded in summary `failed_jobs`
+
+    @staticmethod
+    def _work_after_stop(r: LiveRun, a: Attempt) -> float:
+        """Seconds of work ``a`` did between its stop request and its exit: the steps it
+        reported after the request at the attempt's own pace (0 where it is not known)."""
+        if a.step_at_stop is None or r.first_seen is None or r.last_seen is None:
+            return 0.0
+        (t0, s0), (t1, s1) = r.first_seen, r.last_seen
+        if s1 <= a.step_at_stop or s1 <= s0 or t1 <= t0:
+            return 0.0
+        return (s1 - a.step_at_stop) * (t1 - t0) / (s1 - s0)
 
     def _relaunch(self, job_id: int, number: int) -> None:
         """The back-off after attempt ``number`` crashed is over: start the next attempt on
@@ -625,8 +642,9 @@ class LiveExecutor:
     def measured(self) -> list[dict[str, object]]:
         """Per finished job, what the run measured, as a trace job to simulate the same
         workload with ``ddlsched run``: its arrival, GPUs and ``duration`` = the seconds its
-        attempts ran until they ended or were asked to stop, minus the start-up (launch →
-        first report) of its restarts, which a simulation charges as ``restart_delay``
+        attempts ran until they ended or were asked to stop, plus the work they did after a
+        stop request (``Attempt.work_after_stop``), minus the start-up (launch → first report)
+        of its restarts, which a simulation charges as ``restart_delay``
         (``summary.json``'s ``mean_restart_startup_s``)."""
         rows = []
         for job in sorted(self.sim.jobs, key=lambda j: (j.arrival, j.job_id)):
@@ -634,7 +652,9 @@ class LiveExecutor:
             if not r.finished or job.finish is None:
                 continue
             ran = sum(
-                (a.stop_asked if a.stop_asked is not None else a.ended or a.launched) - a.launched
+                (a.stop_asked if a.stop_asked is not None else a.ended or a.launched)
+                - a.launched
+                + a.work_after_stop
                 for a in r.history
             )
             duration = ran - sum(a.startup or 0.0 for a in r.history if a.number > 0)
