@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import os
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -92,7 +93,8 @@ def _job_id(text: str) -> int:
 
 
 #: seconds a connection may take to send a request's headers and body, or stay idle between
-#: requests: a client that never finishes is cut off (the socket's timeout)
+#: requests: a client that never finishes is cut off (the socket's timeout;
+#: ``DDLSCHED_HTTP_TIMEOUT_S`` in the service's environment changes it)
 REQUEST_TIMEOUT_S = 10.0
 #: connections served at once; more are answered 503 and closed at once
 MAX_CONNECTIONS = 128
@@ -366,9 +368,18 @@ class _BoundedServer(ThreadingHTTPServer):
             self._slots.release()
 
 
+def request_timeout() -> float:
+    """``REQUEST_TIMEOUT_S``, or ``$DDLSCHED_HTTP_TIMEOUT_S`` where it is a number > 0."""
+    try:
+        value = float(os.environ.get("DDLSCHED_HTTP_TIMEOUT_S", REQUEST_TIMEOUT_S))
+    except ValueError:
+        return REQUEST_TIMEOUT_S
+    return value if 0 < value < 1e6 else REQUEST_TIMEOUT_S
+
+
 def start_server(service: ServiceView) -> ThreadingHTTPServer:
     """Bind the service's address and serve in a daemon thread; the server (``shutdown`` it)."""
-    handler = type("Handler", (_Handler,), {"service": service})
+    handler = type("Handler", (_Handler,), {"service": service, "timeout": request_timeout()})
     try:
         server = _BoundedServer((service.host, service.port), handler)
     except OSError as e:
