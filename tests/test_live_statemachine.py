@@ -260,30 +260,37 @@ LiveMachine.TestCase.settings = settings(
 TestLiveStateMachine = LiveMachine.TestCase
 
 
+class OneJob:
+    """One live job on a one-GPU cluster, fake processes, a clock the test sets: ``at(t)``
+    moves the clock and runs one pass of the real-time loop (``LiveMachine.step``)."""
+
+    def __init__(self, tmp_path, log=None) -> None:  # noqa: ANN001
+        cluster = Cluster.homogeneous(1, 1)
+        jobs = [LiveJob(job_id=0, arrival=0.0, gpus=1, command=("x",))]
+        self.launcher = FakeLauncher(cluster)
+        self.clock = 0.0
+        self.ex = LiveExecutor(self.launcher, {0: jobs[0]}, tmp_path, grace=5.0, log=log)
+        self.sim = RealtimeSimulator(
+            cluster, to_specs(jobs, 1.0), GreedyFifo(), self.ex,
+            clock=lambda: self.clock, sleep=lambda s: None,
+        )  # fmt: skip
+        self.sim._t0 = 0.0
+        self.sim.at(0.0, self.sim._arrive, self.sim.jobs[0])
+
+    def at(self, t: float) -> None:
+        self.clock = t
+        LiveMachine.step(self)  # type: ignore[arg-type]  # uses sim, ex, launcher, clock
+
+
 def test_first_report_is_logged_once_per_attempt_even_after_a_silent_attempt(tmp_path) -> None:
     """An attempt stopped before it reported, then one that reports twice: one
     ``first_report`` for the second, and its start-up measured from its own launch (the GPU
     trial logged two first reports for such an attempt)."""
     from ddlsched.live.executor import EventLog
 
-    cluster = Cluster.homogeneous(1, 1)
-    jobs = [LiveJob(job_id=0, arrival=0.0, gpus=1, command=("x",))]
-    launcher = FakeLauncher(cluster)
-    clock = [0.0]
     log = EventLog(tmp_path / "events.jsonl")
-    ex = LiveExecutor(launcher, {0: jobs[0]}, tmp_path, grace=5.0, log=log)
-    sim = RealtimeSimulator(
-        cluster, to_specs(jobs, 1.0), GreedyFifo(), ex, clock=lambda: clock[0], sleep=lambda s: None
-    )
-    sim._t0 = 0.0
-    sim.at(0.0, sim._arrive, sim.jobs[0])
-    machine = LiveMachine.__new__(LiveMachine)
-    machine.sim, machine.ex, machine.launcher = sim, ex, launcher
-    machine.clock = 0.0
-
-    def at(t: float) -> None:
-        clock[0] = machine.clock = t
-        LiveMachine.step(machine)
+    h = OneJob(tmp_path, log)
+    sim, ex, launcher, at = h.sim, h.ex, h.launcher, h.at
 
     at(0.0)
     job = sim.jobs[0]
@@ -306,26 +313,14 @@ def test_first_report_is_logged_once_per_attempt_even_after_a_silent_attempt(tmp
 def test_a_job_that_said_done_is_finished_however_its_processes_end(tmp_path) -> None:
     """The job's last report says ``done``; the stop's SIGTERM then kills it (exit −15): it
     is finished, not stopped and run again (seen by the replay's fidelity runs)."""
-    cluster = Cluster.homogeneous(1, 1)
-    jobs = [LiveJob(job_id=0, arrival=0.0, gpus=1, command=("x",))]
-    launcher = FakeLauncher(cluster)
-    clock = [0.0]
-    ex = LiveExecutor(launcher, {0: jobs[0]}, tmp_path, grace=5.0)
-    sim = RealtimeSimulator(
-        cluster, to_specs(jobs, 1.0), GreedyFifo(), ex, clock=lambda: clock[0], sleep=lambda s: None
-    )
-    sim._t0 = 0.0
-    sim.at(0.0, sim._arrive, sim.jobs[0])
-    machine = LiveMachine.__new__(LiveMachine)
-    machine.sim, machine.ex, machine.launcher = sim, ex, launcher
-    LiveMachine.step(machine)
+    h = OneJob(tmp_path)
+    sim, ex, launcher = h.sim, h.ex, h.launcher
+    h.at(0.0)
     launcher.gangs[0].progress = {"time": 1.0, "step": 10, "done": True}
-    clock[0] = 1.0
-    LiveMachine.step(machine)
+    h.at(1.0)
     sim.preempt(sim.jobs[0])  # the stop crosses the job's exit
     launcher.gangs[0].codes = [-15]
-    clock[0] = 1.2
-    LiveMachine.step(machine)
+    h.at(1.2)
     assert ex.runs[0].finished and sim.jobs[0].status == DONE
     assert [j for j, _ in launcher.launches] == [0]  # never launched again
 
@@ -334,24 +329,13 @@ def test_work_after_a_stop_request_is_measured(tmp_path) -> None:
     """Steps a job reports between the stop request and its exit are work it checkpointed:
     ``measured.csv`` (and so a replay) counts them at the attempt's own pace (the replay of a
     tiresias run was 3.9 % short, its jobs' post-stop steps left out)."""
-    cluster = Cluster.homogeneous(1, 1)
-    jobs = [LiveJob(job_id=0, arrival=0.0, gpus=1, command=("x",))]
-    launcher = FakeLauncher(cluster)
-    clock = [0.0]
-    ex = LiveExecutor(launcher, {0: jobs[0]}, tmp_path, grace=5.0)
-    sim = RealtimeSimulator(
-        cluster, to_specs(jobs, 1.0), GreedyFifo(), ex, clock=lambda: clock[0], sleep=lambda s: None
-    )
-    sim._t0 = 0.0
-    sim.at(0.0, sim._arrive, sim.jobs[0])
-    machine = LiveMachine.__new__(LiveMachine)
-    machine.sim, machine.ex, machine.launcher = sim, ex, launcher
+    h = OneJob(tmp_path)
+    sim, ex, launcher = h.sim, h.ex, h.launcher
 
     def at(t: float, step: int | None = None) -> None:
         if step is not None:
             launcher.gangs[0].progress = {"time": 100.0 + t, "step": step}
-        clock[0] = t
-        LiveMachine.step(machine)
+        h.at(t)
 
     at(0.0)
     at(0.5, 0)
