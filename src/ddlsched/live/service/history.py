@@ -5,8 +5,10 @@ service's origin: its first submission."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...core.cluster import Cluster
 from ...core.job import JobSpec
@@ -14,7 +16,18 @@ from ...core.results import SimResult, build_result
 from ...core.state import DONE, JobState, Segment
 from .store import ENDED, Event, StoredJob
 
-__all__ = ["JobHistory", "histories", "metrics_text", "origin_of", "overview", "run_result"]
+__all__ = [
+    "METRICS_CONTENT_TYPE",
+    "JobHistory",
+    "exposition",
+    "histories",
+    "metric_families",
+    "metrics_registry",
+    "metrics_text",
+    "origin_of",
+    "overview",
+    "run_result",
+]
 
 #: events that end a job's current segment on its GPUs (a crash restarts it in place)
 _CLOSE = {"preempt", "finish", "fail", "cancel", "requeue"}
@@ -218,45 +231,82 @@ def utilisation(hist: object, gpus: int, now: float, points: int = 200) -> list[
     return out[-points:]
 
 
-def metrics_text(counts: Mapping[str, int], gpus: int, busy_gpus: int, draining: bool) -> str:
-    """``GET /metrics``: the Prometheus text exposition format (version 0.0.4)."""
-    lines: list[str] = []
+#: the ``/metrics`` answer's type: the Prometheus text format 0.0.4 (``generate_latest``)
+METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+#: what the metrics are made of: the store's counts, the cluster's GPUs, the GPUs held by
+#: running jobs, whether the service drains
+MetricsSnapshot = tuple[Mapping[str, int], int, int, bool]
 
-    def metric(name: str, kind: str, help_: str, samples: list[tuple[str, float]]) -> None:
-        lines.append(f"# HELP {name} {help_}")
-        lines.append(f"# TYPE {name} {kind}")
-        for labels, value in samples:
-            lines.append(f"{name}{labels} {value:g}")
+
+def metric_families(counts: Mapping[str, int], gpus: int, busy_gpus: int,
+                    draining: bool) -> list[Any]:  # fmt: skip
+    """The service's metrics as ``prometheus_client`` metric families (names, types, help
+    and labels as the hand-written text before them had)."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
     ev = lambda k: counts.get(f"event:{k}", 0)  # noqa: E731
-    metric(
-        "ddlsched_queue_length", "gauge", "Jobs waiting for GPUs.", [("", counts.get("queued", 0))]
-    )
-    metric("ddlsched_running_jobs", "gauge", "Jobs running.", [("", counts.get("running", 0))])
-    metric("ddlsched_gpus", "gauge", "GPUs the service schedules.", [("", gpus)])
-    metric("ddlsched_gpus_busy", "gauge", "GPUs held by running jobs.", [("", busy_gpus)])
-    metric(
-        "ddlsched_gpu_utilization", "gauge", "Fraction of GPUs held by running jobs.",
-        [("", busy_gpus / gpus if gpus else 0.0)],
-    )  # fmt: skip
-    metric("ddlsched_submissions_total", "counter", "Jobs submitted.", [("", ev("submit"))])
-    metric(
-        "ddlsched_jobs_ended_total", "counter", "Jobs that ended, by final state.",
-        [(f'{{state="{s}"}}', counts.get(s, 0)) for s in ENDED],
-    )  # fmt: skip
-    metric(
-        "ddlsched_job_completions_total",
-        "counter",
-        "Jobs finished.",
-        [("", counts.get("finished", 0))],
-    )
-    metric(
-        "ddlsched_preemptions_total", "counter", "Preemptions by the policy.", [("", ev("preempt"))]
-    )
-    metric(
-        "ddlsched_restarts_total", "counter",
-        "Restarts after a crash, a hang or a service restart.",
-        [("", counts.get("restarts", 0))],
-    )  # fmt: skip
-    metric("ddlsched_draining", "gauge", "1 while the service drains.", [("", int(draining))])
-    return "\n".join(lines) + "\n"
+    gauge, counter = GaugeMetricFamily, CounterMetricFamily
+    ended = counter("ddlsched_jobs_ended_total", "Jobs that ended, by final state.",
+                    labels=["state"])  # fmt: skip
+    for s in ENDED:
+        ended.add_metric([s], counts.get(s, 0))
+    return [
+        gauge("ddlsched_queue_length", "Jobs waiting for GPUs.", value=counts.get("queued", 0)),
+        gauge("ddlsched_running_jobs", "Jobs running.", value=counts.get("running", 0)),
+        gauge("ddlsched_gpus", "GPUs the service schedules.", value=gpus),
+        gauge("ddlsched_gpus_busy", "GPUs held by running jobs.", value=busy_gpus),
+        gauge(
+            "ddlsched_gpu_utilization",
+            "Fraction of GPUs held by running jobs.",
+            value=busy_gpus / gpus if gpus else 0.0,
+        ),  # fmt: skip
+        counter("ddlsched_submissions_total", "Jobs submitted.", value=ev("submit")),
+        ended,
+        counter(
+            "ddlsched_job_completions_total", "Jobs finished.", value=counts.get("finished", 0)
+        ),  # fmt: skip
+        counter("ddlsched_preemptions_total", "Preemptions by the policy.", value=ev("preempt")),
+        counter(
+            "ddlsched_restarts_total",
+            "Restarts after a crash, a hang or a service restart.",
+            value=counts.get("restarts", 0),
+        ),  # fmt: skip
+        gauge("ddlsched_draining", "1 while the service drains.", value=int(draining)),
+    ]
+
+
+class _Collector:
+    """A ``prometheus_client`` collector that reads the service at each scrape."""
+
+    def __init__(self, snapshot: Callable[[], MetricsSnapshot]) -> None:
+        self.snapshot = snapshot
+
+    def collect(self) -> list[Any]:
+        return metric_families(*self.snapshot())
+
+
+def metrics_registry(snapshot: Callable[[], MetricsSnapshot]) -> Any:
+    """A ``CollectorRegistry`` of its own (not the process-wide default) whose collector
+    calls ``snapshot`` at each scrape; render it with ``prometheus_client.generate_latest``."""
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Collector(snapshot))
+    return registry
+
+
+def exposition(registry: Any) -> bytes:
+    """``registry`` in the Prometheus text format 0.0.4 (``generate_latest``), whole numbers
+    written as before (``2``, not ``2.0``: the same number to every Prometheus parser)."""
+    from prometheus_client import generate_latest
+
+    return _WHOLE.sub(rb"\1", generate_latest(registry))
+
+
+_WHOLE = re.compile(rb"^([^#\n][^\n]* -?[0-9]+)\.0$", re.MULTILINE)
+
+
+def metrics_text(counts: Mapping[str, int], gpus: int, busy_gpus: int, draining: bool) -> str:
+    """``GET /metrics``: the Prometheus text exposition format (version 0.0.4)."""
+    registry = metrics_registry(lambda: (counts, gpus, busy_gpus, draining))
+    return exposition(registry).decode("utf-8")

@@ -1,30 +1,52 @@
-"""The service's HTTP/JSON API (docs/live.md, "The service's API"), on the standard library's
-threading HTTP server. Every answer is JSON (``/`` is the status page, ``/metrics`` the
-Prometheus text); every error is ``{"error": "one line"}`` with its status: 400 bad request or
-job, 401 no or wrong token, 403 another origin or Host (or a CORS preflight), 404 unknown path
-or job, 405 wrong method, 409 illegal state change, 411 no length, 413 body too large, 415 a
-body that is not JSON, 503 draining or still starting (the API listens from the
-first second; the launcher, recovery and engine come up behind it). A request never stops the service."""
+"""The service's HTTP/JSON API (docs/live.md, "The service's API"), on aiohttp's low-level
+server (``aiohttp.web.Server``) in an event loop of its own thread; the routes' blocking work
+(the store, a job file's checks) runs in a small thread pool, never on the loop. Every answer
+is JSON (``/`` is the status page, ``/metrics`` the Prometheus text of ``prometheus_client``);
+every error is ``{"error": "one line"}`` with its status: 400 bad request or job (a request
+aiohttp's parser refuses too), 401 no or wrong token, 403 another origin or Host (or a CORS
+preflight), 404 unknown path or job, 405 wrong method, 408 a body that does not arrive in
+time, 409 illegal state change, 411 no length, 413 body too large, 415 a body that is not
+JSON, 503 draining, still starting (the API listens from the first second; the launcher,
+recovery and engine come up behind it) or too many connections. A request never stops the
+service.
+
+What aiohttp does by configuration: the HTTP parsing (llhttp, strict: a malformed request
+line, header or ``Content-Length`` is a 400), the limits on a request line and a header
+(``max_line_size``, ``max_field_size``), the body limit (``client_max_size``), the cut-off of
+a connection that does not finish its headers or stays idle (``keepalive_timeout``, counted
+from the connection's start). What is kept here, small: the web-safety checks and the token
+(``_web_safe``, ``_authorised``), the cap on connections (``_Server``: one over is answered
+503 at once), the time a body may take (``_read_body``) and JSON for aiohttp's own errors
+(``_Protocol.handle_error``)."""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import os
+import socket
+import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from concurrent.futures import ThreadPoolExecutor
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qs, urlsplit
+
+from aiohttp import web
+from aiohttp.web_protocol import RequestHandler
 
 from ...errors import InputError, one_line
 from ..jobfile import check_commands, jobs_from_records
 from ..run import check_fits
-from .history import metrics_text, overview
+from .history import METRICS_CONTENT_TYPE, exposition, metrics_registry, overview
 from .store import STATES, StateError, StoredJob, UnknownJobError
 
 if TYPE_CHECKING:  # pragma: no cover
     import queue
+
+    from multidict import CIMultiDictProxy
 
     from ...core.cluster import Cluster
     from .store import JobStore
@@ -57,14 +79,39 @@ class ServiceView(Protocol):
     def origins(self) -> set[str]: ...
 
 
-__all__ = ["ServiceView", "job_record", "start_server"]
+__all__ = ["ApiServer", "ServiceView", "job_record", "start_server"]
+
+#: seconds a connection may take to send a request's headers (counted from the connection's
+#: start, or from the end of the previous answer) and then its body: a client that never
+#: finishes is cut off (aiohttp's ``keepalive_timeout``; ``DDLSCHED_HTTP_TIMEOUT_S`` in the
+#: service's environment changes it)
+REQUEST_TIMEOUT_S = 10.0
+#: connections served at once; more are answered 503 and closed at once
+MAX_CONNECTIONS = 128
+#: threads that run the routes' blocking work (the store, a submission's checks)
+WORKERS = 4
+#: the ``Server`` header, as the standard library's server sent it
+SERVER_HEADER = f"ddlsched Python/{sys.version.split()[0]}"
+_TOO_MANY_BODY = b'{"error": "too many connections; try again"}\n'
+_TOO_MANY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+    b"Retry-After: 1\r\nConnection: close\r\nContent-Length: "
+    + str(len(_TOO_MANY_BODY)).encode()
+    + b"\r\n\r\n"
+    + _TOO_MANY_BODY
+)
+
+#: (status, body, Content-Type, extra headers): what a route answers
+Answer = tuple[int, bytes, str, dict[str, str]]
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None,
+                 close: bool = False) -> None:  # fmt: skip
         super().__init__(message)
         self.status = status
         self.headers = headers or {}
+        self.close = close  # the unread body must not be parsed as a request
 
 
 def job_record(j: StoredJob) -> dict[str, Any]:
@@ -92,208 +139,145 @@ def _job_id(text: str) -> int:
     return int(text)
 
 
-#: seconds a connection may take to send a request's headers and body, or stay idle between
-#: requests: a client that never finishes is cut off (the socket's timeout;
-#: ``DDLSCHED_HTTP_TIMEOUT_S`` in the service's environment changes it)
-REQUEST_TIMEOUT_S = 10.0
-#: connections served at once; more are answered 503 and closed at once
-MAX_CONNECTIONS = 128
+def _json(status: int, doc: object, headers: dict[str, str] | None = None) -> Answer:
+    body = (json.dumps(doc, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
+    return status, body, "application/json", headers or {}
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server_version = "ddlsched"
-    protocol_version = "HTTP/1.1"
-    timeout = REQUEST_TIMEOUT_S
-    service: ServiceView  # set on the subclass made per server
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> Answer:
+    return _json(status, {"error": one_line(message)}, headers)
 
-    # ------------------------------------------------------------------ plumbing
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
-        pass  # quiet: the store's event log is the record
 
-    def _send(
-        self, status: int, body: bytes, ctype: str, headers: dict[str, str] | None = None
-    ) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+def _response(answer: Answer, close: bool = False) -> web.Response:
+    status, body, ctype, extra = answer
+    headers = {"Content-Type": ctype, "Cache-Control": "no-store", "Server": SERVER_HEADER}
+    resp = web.Response(status=status, body=body, headers={**headers, **extra})
+    if close:
+        resp.force_close()
+    return resp
 
-    def _json(self, status: int, doc: object, headers: dict[str, str] | None = None) -> None:
-        body = (json.dumps(doc, sort_keys=True, allow_nan=False) + "\n").encode("utf-8")
-        self._send(status, body, "application/json", headers)
 
-    def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        self._json(status, {"error": one_line(message)}, headers)
+# ---------------------------------------------------------------------- checks (on the loop)
+def _web_safe(svc: ServiceView, method: str, headers: CIMultiDictProxy[str]) -> None:
+    """What a hostile web page could send (docs/live.md "Security model"): a CORS preflight
+    (refused: no other origin may call), another ``Origin``, a ``Host`` that is not an
+    address this service listens on (DNS rebinding), a write whose body is not
+    ``application/json`` (a form or a no-cors ``fetch`` cannot send that type)."""
+    if method == "OPTIONS":
+        raise _Refused(403, "cross-origin requests are not accepted (no CORS)")
+    host = headers.get("Host")
+    if not svc.host_allowed(host):
+        raise _Refused(403, f"Host {str(host)[:100]!r} is not an address this service "
+                            "listens on")  # fmt: skip
+    origin = headers.get("Origin")
+    if origin is not None and origin not in svc.origins():
+        raise _Refused(403, f"requests from origin {origin[:100]!r} are refused")
+    if headers.get("Sec-Fetch-Site", "").lower() == "cross-site":
+        raise _Refused(403, "cross-site requests are refused")
+    if method in ("POST", "PUT", "PATCH"):
+        ctype = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if ctype != "application/json":
+            raise _Refused(415, "a request body must be JSON (Content-Type: "
+                                "application/json)")  # fmt: skip
 
-    def _authorised(self, path: str, query: dict[str, list[str]]) -> bool:
-        """The token (when the service has one) in ``Authorization: Bearer TOKEN`` (the
-        scheme in any case, RFC 7235); ``?token=`` only opens the read-only status page."""
-        token = self.service.token
-        if token is None:
-            return True
-        scheme, _, given = self.headers.get("Authorization", "").strip().partition(" ")
-        if scheme.lower() != "bearer":
-            given = ""
-            if self.command in ("GET", "HEAD") and path == "/":
-                given = (query.get("token") or [""])[0]
-        return hmac.compare_digest(given.strip().encode("utf-8", "replace"), token.encode("utf-8"))
 
-    def _web_safe(self) -> None:
-        """What a hostile web page could send (docs/live.md "Security model"): a CORS
-        preflight (refused: no other origin may call), another ``Origin``, a ``Host`` that is
-        not an address this service listens on (DNS rebinding), a write whose body is not
-        ``application/json`` (a form or a no-cors ``fetch`` cannot send that type)."""
-        if self.command == "OPTIONS":
-            raise _Refused(403, "cross-origin requests are not accepted (no CORS)")
-        svc = self.service
-        host = self.headers.get("Host")
-        if not svc.host_allowed(host):
-            raise _Refused(403, f"Host {str(host)[:100]!r} is not an address this service "
-                                "listens on")  # fmt: skip
-        origin = self.headers.get("Origin")
-        if origin is not None and origin not in svc.origins():
-            raise _Refused(403, f"requests from origin {origin[:100]!r} are refused")
-        if self.headers.get("Sec-Fetch-Site", "").lower() == "cross-site":
-            raise _Refused(403, "cross-site requests are refused")
-        if self.command in ("POST", "PUT", "PATCH"):
-            ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
-            if ctype != "application/json":
-                raise _Refused(415, "a request body must be JSON (Content-Type: "
-                                    "application/json)")  # fmt: skip
+def _authorised(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
+                headers: CIMultiDictProxy[str]) -> bool:  # fmt: skip
+    """The token (when the service has one) in ``Authorization: Bearer TOKEN`` (the scheme
+    in any case, RFC 7235); ``?token=`` only opens the read-only status page."""
+    token = svc.token
+    if token is None:
+        return True
+    scheme, _, given = headers.get("Authorization", "").strip().partition(" ")
+    if scheme.lower() != "bearer":
+        given = ""
+        if method in ("GET", "HEAD") and path == "/":
+            given = (query.get("token") or [""])[0]
+    return hmac.compare_digest(given.strip().encode("utf-8", "replace"), token.encode("utf-8"))
 
-    def _body(self) -> Any:
-        length = self.headers.get("Content-Length")
-        if self.headers.get("Transfer-Encoding"):
-            self.close_connection = True
-            raise _Refused(411, "chunked bodies are not accepted: send a Content-Length")
-        if length is None:
-            self.close_connection = True
-            raise _Refused(411, "a request body needs a Content-Length")
-        if not length.isdigit():
-            self.close_connection = True
-            raise _Refused(400, f"bad Content-Length {length[:40]!r}")
-        n = int(length)
-        if n > self.service.max_body:
-            self.close_connection = True  # the unread body must not be parsed as a request
-            raise _Refused(413, f"request body of {n} bytes exceeds the limit of "
-                                f"{self.service.max_body} bytes")  # fmt: skip
-        raw = self.rfile.read(n)
-        try:
-            return json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-        except UnicodeDecodeError:
-            raise _Refused(400, "the request body is not UTF-8 text") from None
-        except ValueError as e:
-            raise _Refused(400, f"the request body is not valid JSON: {e}") from None
 
-    def _dispatch(self) -> None:
-        url = urlsplit(self.path)
-        query = parse_qs(url.query)
-        try:
-            self._web_safe()
-            if not self._authorised(url.path, query):
-                raise _Refused(401, "missing or wrong token (send 'Authorization: Bearer TOKEN')",
-                               {"WWW-Authenticate": "Bearer"})  # fmt: skip
-            if not self.service.ready:
-                raise _Refused(503, "the service is starting (launcher, recovery); try again "
-                               "in a moment", {"Retry-After": "1"})  # fmt: skip
-            route = _ROUTES.get(_route_key(url.path))
-            if route is None:
-                raise _Refused(404, f"no such resource {url.path[:100]!r}")
-            methods, name = route
-            method = "GET" if self.command == "HEAD" else self.command
-            if method not in methods:
-                raise _Refused(405, f"{self.command} is not allowed on {url.path[:100]}",
-                               {"Allow": ", ".join(methods)})  # fmt: skip
-            getattr(self, name)(method, url.path, query)
-        except _Refused as e:
-            self._error(e.status, str(e), e.headers)
-        except UnknownJobError as e:
-            self._error(404, str(e))
-        except StateError as e:
-            self._error(409, str(e))
-        except InputError as e:
-            self._error(400, str(e))
-        except Exception as e:  # noqa: BLE001 - a request never stops the service
-            self._error(500, f"internal error: {type(e).__name__}: {e}")
+def _decode(raw: bytes) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except UnicodeDecodeError:
+        raise _Refused(400, "the request body is not UTF-8 text") from None
+    except ValueError as e:
+        raise _Refused(400, f"the request body is not valid JSON: {e}") from None
 
-    do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = do_HEAD = do_OPTIONS = _dispatch
 
-    # ------------------------------------------------------------------ routes
-    def jobs(self, method: str, path: str, query: dict[str, list[str]]) -> None:
-        svc = self.service
-        store = svc.store
-        assert store is not None
-        if method == "GET":
-            states = None
-            if "state" in query:
-                states = [s for v in query["state"] for s in v.split(",") if s]
-                bad = [s for s in states if s not in STATES]
-                if bad:
-                    raise _Refused(400, f"unknown state {bad[0]!r}; valid: {', '.join(STATES)}")
-            self._json(200, {"jobs": [job_record(j) for j in store.jobs(states)]})
-            return
-        doc = self._body()
-        if svc.draining:
-            raise _Refused(503, "the service is draining: it accepts no new jobs")
-        records = doc.get("jobs", doc) if isinstance(doc, dict) and "jobs" in doc else doc
-        jobs = jobs_from_records(records, "request")
-        check_commands(jobs, "request")
-        assert svc.cluster is not None
-        for j in jobs:
-            if j.app is not None:
-                raise InputError(f"job {j.job_id}: the service schedules jobs without an "
-                                 "application profile ('app'); leave it out", source="request",
-                                 field="app")  # fmt: skip
-        check_fits(jobs, svc.cluster, "request")
-        ids = store.submit(jobs, time.time())
-        svc.inbox.put(("submit", ids))
-        self._json(201, {"ids": ids})
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
 
-    def job(self, method: str, path: str, query: dict[str, list[str]]) -> None:
-        store = self.service.store
-        assert store is not None
-        job_id = _job_id(path.rstrip("/").rsplit("/", 1)[1])
-        if method == "GET":
-            doc = job_record(store.job(job_id))
-            doc["events"] = [
-                {"t": e.t, "event": e.event, **e.detail} for e in store.job_events(job_id)
-            ]
-            self._json(200, doc)
-            return
-        if not store.cancel(job_id, time.time()):
-            raise _Refused(409, f"job {job_id} already ended ({store.job(job_id).state})")
-        self.service.inbox.put(("cancel", job_id))
-        self._json(200, {"id": job_id, "state": "cancelled"})
 
-    def drain(self, method: str, path: str, query: dict[str, list[str]]) -> None:
-        svc = self.service
-        svc.draining = True
-        svc.inbox.put(("drain", None))
-        self._json(202, {"draining": True, "running": svc.store.counts()["running"]})  # type: ignore[union-attr]
+# ---------------------------------------------------------------------- routes (in the pool)
+def _jobs(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
+          raw: bytes | None) -> Answer:  # fmt: skip
+    store = svc.store
+    assert store is not None
+    if method == "GET":
+        states = None
+        if "state" in query:
+            states = [s for v in query["state"] for s in v.split(",") if s]
+            bad = [s for s in states if s not in STATES]
+            if bad:
+                raise _Refused(400, f"unknown state {bad[0]!r}; valid: {', '.join(STATES)}")
+        return _json(200, {"jobs": [job_record(j) for j in store.jobs(states)]})
+    assert raw is not None
+    doc = _decode(raw)
+    if svc.draining:
+        raise _Refused(503, "the service is draining: it accepts no new jobs")
+    records = doc.get("jobs", doc) if isinstance(doc, dict) and "jobs" in doc else doc
+    jobs = jobs_from_records(records, "request")
+    check_commands(jobs, "request")
+    assert svc.cluster is not None
+    for j in jobs:
+        if j.app is not None:
+            raise InputError(f"job {j.job_id}: the service schedules jobs without an "
+                             "application profile ('app'); leave it out", source="request",
+                             field="app")  # fmt: skip
+    check_fits(jobs, svc.cluster, "request")
+    ids = store.submit(jobs, time.time())
+    svc.inbox.put(("submit", ids))
+    return _json(201, {"ids": ids})
 
-    def health(self, method: str, path: str, query: dict[str, list[str]]) -> None:
-        self._json(200, {"ok": True, "url": self.service.url, **self.service.service_info()})
 
-    def overview(self, method: str, path: str, query: dict[str, list[str]]) -> None:
-        self._json(200, _overview(self.service))
+def _job(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
+         raw: bytes | None) -> Answer:  # fmt: skip
+    store = svc.store
+    assert store is not None
+    job_id = _job_id(path.rstrip("/").rsplit("/", 1)[1])
+    if method == "GET":
+        doc = job_record(store.job(job_id))
+        doc["events"] = [{"t": e.t, "event": e.event, **e.detail} for e in store.job_events(job_id)]
+        return _json(200, doc)
+    if not store.cancel(job_id, time.time()):
+        raise _Refused(409, f"job {job_id} already ended ({store.job(job_id).state})")
+    svc.inbox.put(("cancel", job_id))
+    return _json(200, {"id": job_id, "state": "cancelled"})
 
-    def page(self, method: str, path: str, query: dict[str, list[str]]) -> None:
-        from .page import status_page
 
-        body = status_page(_overview(self.service)).encode("utf-8")
-        self._send(200, body, "text/html; charset=utf-8")
+def _drain(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
+           raw: bytes | None) -> Answer:  # fmt: skip
+    svc.draining = True
+    svc.inbox.put(("drain", None))
+    return _json(202, {"draining": True, "running": svc.store.counts()["running"]})  # type: ignore[union-attr]
 
-    def metrics(self, method: str, path: str, query: dict[str, list[str]]) -> None:
-        svc = self.service
-        assert svc.store is not None and svc.cluster is not None
-        text = metrics_text(svc.store.counts(), svc.cluster.num_gpus, svc.busy_gpus(),
-                            svc.draining)  # fmt: skip
-        self._send(200, text.encode("utf-8"), "text/plain; version=0.0.4; charset=utf-8")
+
+def _health(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
+            raw: bytes | None) -> Answer:  # fmt: skip
+    return _json(200, {"ok": True, "url": svc.url, **svc.service_info()})
+
+
+def _overview_route(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
+                    raw: bytes | None) -> Answer:  # fmt: skip
+    return _json(200, _overview(svc))
+
+
+def _page(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
+          raw: bytes | None) -> Answer:  # fmt: skip
+    from .page import status_page
+
+    return 200, status_page(_overview(svc)).encode("utf-8"), "text/html; charset=utf-8", {}
 
 
 def _overview(svc: ServiceView) -> dict[str, object]:
@@ -305,19 +289,15 @@ def _overview(svc: ServiceView) -> dict[str, object]:
     return overview(jobs, store.events(), time.time(), svc.service_info(), steps)
 
 
-def _no_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-#: path pattern → (methods, handler); ``ID`` stands for a job id
-_ROUTES: dict[str, tuple[tuple[str, ...], str]] = {
-    "/jobs": (("GET", "POST"), "jobs"),
-    "/jobs/ID": (("GET", "DELETE"), "job"),
-    "/drain": (("POST",), "drain"),
-    "/health": (("GET",), "health"),
-    "/api/overview": (("GET",), "overview"),
-    "/metrics": (("GET",), "metrics"),
-    "/": (("GET",), "page"),
+#: path pattern → (methods, handler, whether its POST reads a body); ``ID`` a job id
+_ROUTES: dict[str, tuple[tuple[str, ...], Any, bool]] = {
+    "/jobs": (("GET", "POST"), _jobs, True),
+    "/jobs/ID": (("GET", "DELETE"), _job, False),
+    "/drain": (("POST",), _drain, False),
+    "/health": (("GET",), _health, False),
+    "/api/overview": (("GET",), _overview_route, False),
+    "/metrics": (("GET",), None, False),  # the service's registry (``_Api.metrics``)
+    "/": (("GET",), _page, False),
 }
 
 
@@ -328,44 +308,228 @@ def _route_key(path: str) -> str:
     return path
 
 
-class _BoundedServer(ThreadingHTTPServer):
-    """``ThreadingHTTPServer`` with at most ``MAX_CONNECTIONS`` connections at once (a thread
-    each): one more is answered 503 and closed, so slow or idle clients cannot pile threads
-    up without bound."""
+def _refusal(e: BaseException) -> Answer:
+    """The answer to what a request raised."""
+    if isinstance(e, _Refused):
+        return _error(e.status, str(e), e.headers)
+    if isinstance(e, UnknownJobError):
+        return _error(404, str(e))
+    if isinstance(e, StateError):
+        return _error(409, str(e))
+    if isinstance(e, InputError):
+        return _error(400, str(e))
+    return _error(500, f"internal error: {type(e).__name__}: {e}")
 
-    daemon_threads = True
-    request_queue_size = MAX_CONNECTIONS  # the listen backlog (socketserver's default is 5)
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+def _run(route: Any, *args: Any) -> Answer:
+    """A route, in the pool; what it raises becomes its error answer."""
+    try:
+        return route(*args)  # type: ignore[no-any-return]
+    except Exception as e:  # noqa: BLE001 - a request never stops the service
+        return _refusal(e)
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self._slots.acquire(blocking=False):
+
+# ---------------------------------------------------------------------- the server
+class _Api:
+    """The request handler ``aiohttp.web.Server`` calls, on the loop."""
+
+    def __init__(self, service: ServiceView, timeout: float, pool: ThreadPoolExecutor) -> None:
+        self.service = service
+        self.timeout = timeout
+        self.pool = pool
+        self.metrics = metrics_registry(
+            lambda: (
+                service.store.counts(),  # type: ignore[union-attr]
+                service.cluster.num_gpus,  # type: ignore[union-attr]
+                service.busy_gpus(),
+                service.draining,
+            )
+        )
+
+    async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
+        svc = self.service
+        method = request.method
+        url = urlsplit(request.raw_path)
+        query = parse_qs(url.query)
+        try:
+            _web_safe(svc, method, request.headers)
+            if not _authorised(svc, method, url.path, query, request.headers):
+                raise _Refused(401, "missing or wrong token (send 'Authorization: Bearer TOKEN')",
+                               {"WWW-Authenticate": "Bearer"})  # fmt: skip
+            if not svc.ready:
+                raise _Refused(503, "the service is starting (launcher, recovery); try again "
+                               "in a moment", {"Retry-After": "1"})  # fmt: skip
+            route = _ROUTES.get(_route_key(url.path))
+            if route is None:
+                raise _Refused(404, f"no such resource {url.path[:100]!r}")
+            methods, handler, reads_body = route
+            verb = "GET" if method == "HEAD" else method
+            if verb not in methods:
+                raise _Refused(405, f"{method} is not allowed on {url.path[:100]}",
+                               {"Allow": ", ".join(methods)})  # fmt: skip
+            raw = await self._read_body(request) if reads_body and verb == "POST" else None
+        except _Refused as e:
+            return _response(_refusal(e), close=e.close)
+        loop = asyncio.get_running_loop()
+        if handler is None:
+            answer = await loop.run_in_executor(self.pool, self._metrics)
+        else:
+            answer = await loop.run_in_executor(
+                self.pool, _run, handler, svc, verb, url.path, query, raw
+            )
+        return _response(answer)
+
+    async def _read_body(self, request: web.BaseRequest) -> bytes:
+        headers = request.headers
+        if headers.get("Transfer-Encoding"):
+            raise _Refused(411, "chunked bodies are not accepted: send a Content-Length",
+                           close=True)  # fmt: skip
+        length = headers.get("Content-Length")
+        if length is None:
+            raise _Refused(411, "a request body needs a Content-Length", close=True)
+        if not length.isdigit():  # pragma: no cover - aiohttp's parser refuses it first
+            raise _Refused(400, f"bad Content-Length {length[:40]!r}", close=True)
+        n, limit = int(length), self.service.max_body
+        if n > limit:
+            raise _Refused(413, f"request body of {n} bytes exceeds the limit of {limit} "
+                                "bytes", close=True)  # fmt: skip
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await request.read()
+        except TimeoutError:
+            raise _Refused(408, f"the request body did not arrive within {self.timeout:g} s",
+                           close=True) from None  # fmt: skip
+        except web.HTTPRequestEntityTooLarge:  # pragma: no cover - Content-Length says first
+            raise _Refused(413, f"request body exceeds the limit of {limit} bytes",
+                           close=True) from None  # fmt: skip
+
+    def _metrics(self) -> Answer:
+        try:
+            body = exposition(self.metrics)
+        except Exception as e:  # noqa: BLE001 - a request never stops the service
+            return _refusal(e)
+        return 200, body, METRICS_CONTENT_TYPE, {}
+
+
+class _Protocol(RequestHandler):
+    """aiohttp's connection handler, its own error answers as the API's one-line JSON."""
+
+    def __init__(self, server: _Server, **kwargs: Any) -> None:
+        super().__init__(server, **kwargs)
+        self._cap = server  # the base forgets its server when the connection ends
+
+    def handle_error(self, request: web.BaseRequest, status: int = 500,
+                     exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:  # fmt: skip
+        if request.writer.output_size > 0:  # an answer is on its way: the connection ends
+            raise ConnectionError("the answer was sent already")
+        if status == 500:
+            text = f"internal error: {type(exc).__name__}: {exc}" if exc else "internal error"
+        else:
             try:
-                body = b'{"error": "too many connections; try again"}\n'
-                request.sendall(
-                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                    b"Retry-After: 1\r\nConnection: close\r\nContent-Length: "
-                    + str(len(body)).encode()
-                    + b"\r\n\r\n"
-                    + body
-                )
-            except OSError:
-                pass
-            self.shutdown_request(request)
-            return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self._slots.release()
-            raise
+                phrase = HTTPStatus(status).phrase.lower()
+            except ValueError:
+                phrase = "refused"
+            detail = (str(message or exc or "").strip().splitlines() or [""])[0].rstrip(":")
+            detail = detail.split(" when reading:")[0]  # not the bytes it echoes
+            text = f"{phrase}: {detail}"[:300]  # llhttp's message: its first line
+        return _response(_error(status, text), close=True)
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._cap.open -= 1
+        super().connection_lost(exc)
+
+
+class _TooMany(asyncio.Protocol):
+    """One connection over ``MAX_CONNECTIONS``: 503, closed at once."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.WriteTransport)
+        transport.write(_TOO_MANY)
+        transport.close()
+
+
+class _Server(web.Server):
+    """``aiohttp.web.Server`` with at most ``MAX_CONNECTIONS`` connections at once."""
+
+    def __init__(self, handler: _Api, protocol: dict[str, Any], **kwargs: Any) -> None:
+        super().__init__(handler, **kwargs)
+        self.protocol = protocol
+        self.open = 0  # counted here: a connection registers with the server a loop turn late
+
+    def __call__(self) -> asyncio.Protocol:  # type: ignore[override]
+        if self.open >= MAX_CONNECTIONS:
+            return _TooMany()
+        self.open += 1
+        return _Protocol(self, loop=asyncio.get_running_loop(), **self.protocol)
+
+
+class ApiServer:
+    """The API, listening: an event loop in a daemon thread (``ddlsched-http``);
+    ``shutdown()`` closes every connection, ends the loop, its thread and the pool's."""
+
+    def __init__(self, service: ServiceView, sock: socket.socket, timeout: float) -> None:
+        self.server_address = sock.getsockname()[:2]
+        self._sock = sock
+        self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="ddlsched-http-worker")
+        self._loop = asyncio.new_event_loop()
+        api = _Api(service, timeout, self._pool)
+
+        async def listen() -> tuple[_Server, asyncio.Server]:
+            loop = asyncio.get_running_loop()
+            max_body = service.max_body
+
+            def request(message: Any, payload: Any, protocol: Any, writer: Any,
+                        task: Any) -> web.BaseRequest:  # fmt: skip
+                return web.BaseRequest(message, payload, protocol, writer, task, loop,
+                                       client_max_size=max_body)  # fmt: skip
+
+            web_server = _Server(
+                api,
+                dict(keepalive_timeout=timeout, access_log=None, max_line_size=8190,
+                     max_field_size=8190, max_headers=100, lingering_time=1.0),
+                request_factory=request,
+            )  # fmt: skip
+            server = await loop.create_server(web_server, sock=sock, backlog=MAX_CONNECTIONS)
+            return web_server, server
+
+        self._web, self._server = self._loop.run_until_complete(listen())
+        self._thread = threading.Thread(target=self._loop.run_forever, name="ddlsched-http",
+                                        daemon=True)  # fmt: skip
+        self._thread.start()
+        self._closed = False
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Stop listening, end every connection (a request in progress gets ``timeout`` s),
+        then the loop, its thread and the pool; at once when called again."""
+        if self._closed:
+            return
+        self._closed = True
+
+        async def close() -> None:
+            self._server.close()
+            self._web.pre_shutdown()
+            await self._web.shutdown(timeout / 2)
+            try:
+                async with asyncio.timeout(timeout / 2):
+                    await self._server.wait_closed()
+            except TimeoutError:  # pragma: no cover
+                pass
+
         try:
-            super().process_request_thread(request, client_address)
+            asyncio.run_coroutine_threadsafe(close(), self._loop).result(timeout + 1.0)
         finally:
-            self._slots.release()
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout)
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            if not self._thread.is_alive():
+                self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+                self._loop.close()
+
+    def server_close(self) -> None:
+        """Close the listening socket (``shutdown`` has; kept for the callers of the
+        standard library's server)."""
+        self._sock.close()
 
 
 def request_timeout() -> float:
@@ -377,14 +541,17 @@ def request_timeout() -> float:
     return value if 0 < value < 1e6 else REQUEST_TIMEOUT_S
 
 
-def start_server(service: ServiceView) -> ThreadingHTTPServer:
+def start_server(service: ServiceView) -> ApiServer:
     """Bind the service's address and serve in a daemon thread; the server (``shutdown`` it)."""
-    handler = type("Handler", (_Handler,), {"service": service, "timeout": request_timeout()})
+    family = socket.AF_INET6 if ":" in service.host else socket.AF_INET
     try:
-        server = _BoundedServer((service.host, service.port), handler)
+        sock = socket.create_server((service.host, service.port), family=family,
+                                    backlog=MAX_CONNECTIONS)  # fmt: skip
     except OSError as e:
         raise InputError(f"cannot listen on {service.host}:{service.port}: {e.strerror}",
                          field="--listen") from None  # fmt: skip
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="ddlsched-http", daemon=True).start()
-    return server
+    try:
+        return ApiServer(service, sock, request_timeout())
+    except BaseException:
+        sock.close()
+        raise

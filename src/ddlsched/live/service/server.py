@@ -1,8 +1,9 @@
 """``ddlsched serve``: the live scheduler as a long-running service (docs/live.md, "Operating
 the service"). One state directory holds everything that must survive a crash: the SQLite
 store (jobs, events), ``service.json`` (cluster, policy, settings) and each job's files. The
-engine runs in the main thread; the HTTP API (``httpapi``) runs in threads that write the store
-and hand the engine what changed through an inbox.
+engine runs in the main thread; the HTTP API (``httpapi``: aiohttp, an event loop in a thread
+of its own, the store's calls in a small thread pool) writes the store and hands the engine
+what changed through an inbox.
 
 Start-up, in order: lock the state directory (one service per directory); end every process a
 crashed predecessor recorded and that is still alive (by pid and start time); requeue the jobs
@@ -241,7 +242,7 @@ class Service:
         self.sim.add_job(replace(spec, job_id=stored.id, arrival=max(arrival, 0.0)))
 
     def _take_inbox(self) -> None:
-        """What the HTTP threads committed since the last look: new jobs, cancellations,
+        """What the HTTP API committed since the last look: new jobs, cancellations,
         a drain request."""
         assert self.sim is not None and self.store is not None
         if time.monotonic() - self._helpers_at >= HELPERS_REFRESH_S:
@@ -449,7 +450,7 @@ class Service:
             self._disk_low = low
         return self._disk_low
 
-    # ------------------------------------------------------------------ for the HTTP threads
+    # ------------------------------------------------------------------ for the HTTP API
     @property
     def max_body(self) -> int:
         """The largest request body the API reads (bytes)."""
