@@ -3,7 +3,8 @@ offers the scheduler (``Launcher``), and the plain-subprocess machinery the laun
 
 A launcher starts a job's workers as a gang (all or none), reports their exit codes and the latest
 progress of rank 0, and stops them: stop file, SIGTERM to each worker's process group, SIGKILL
-after a grace period. Processes are only ever signalled by their own pid/pgid.
+after a grace period. Processes are only ever signalled by their own pid/pgid, or through the
+worker's own cgroup (``cgroup.kill``; ``launchers/cgroup.py``) where the system offers one.
 
 Files of one job attempt live in ``WorkerSpec.run_dir`` (the scheduler picks one directory per job
 and attempt; empty: the directory of ``log_path``): ``stop`` (one per attempt, shared by its ranks)
@@ -464,7 +465,9 @@ class WorkerProcess:
 
     The group is SIGKILLed once the leader has exited but before it is reaped, so no straggler of
     the group survives and the pgid cannot have been reused by then. What escaped the group
-    (``setsid`` daemons) carries the worker's token (``TOKEN_ENV``) and is ended by
+    (``setsid`` daemons) is ended with the worker's cgroup (``cgroup.Leaf``: the process enters
+    it before its command runs; ``cgroup.kill`` at the leader's exit) where there is one; else
+    (the fallback) it carries the worker's token (``TOKEN_ENV``) and is ended by
     ``sweep_strays``: this process is their subreaper."""
 
     def __init__(self, spec: WorkerSpec, env: Mapping[str, str]) -> None:
