@@ -3,7 +3,8 @@ offers the scheduler (``Launcher``), and the plain-subprocess machinery the laun
 
 A launcher starts a job's workers as a gang (all or none), reports their exit codes and the latest
 progress of rank 0, and stops them: stop file, SIGTERM to each worker's process group, SIGKILL
-after a grace period. Processes are only ever signalled by their own pid/pgid.
+after a grace period. Processes are only ever signalled by their own pid/pgid, or through the
+worker's own cgroup (``cgroup.kill``; ``launchers/cgroup.py``) where the system offers one.
 
 Files of one job attempt live in ``WorkerSpec.run_dir`` (the scheduler picks one directory per job
 and attempt; empty: the directory of ``log_path``): ``stop`` (one per attempt, shared by its ranks)
@@ -12,6 +13,7 @@ and ``progress.<rank>.jsonl``. The launcher creates the directory and removes a 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Protocol, Self
 
 from ...core.cluster import Cluster
+from . import cgroup
 
 #: exit code reported for a worker whose host went away (Ray node or actor died) before it exited
 LOST = -1000
@@ -341,6 +344,25 @@ def descendants(pid: int, session: int | None = None) -> list[tuple[int, int]]:
     return sorted(out)
 
 
+def _check_command(command: Sequence[str], env: Mapping[str, str], cwd: str) -> None:
+    """FileNotFoundError / PermissionError where ``Popen(command, env=env, cwd=cwd)`` would
+    raise them (a contained worker is started through ``/bin/sh``, which would only exit 127)."""
+    prog = command[0]
+    if "/" in prog:
+        candidates = [os.path.join(cwd, prog)]
+    else:
+        candidates = [os.path.join(cwd, d, prog) for d in os.get_exec_path(dict(env))]
+    denied = False
+    for path in candidates:
+        if os.path.isfile(path):
+            if os.access(path, os.X_OK):
+                return
+            denied = True
+    if denied:
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), prog)
+    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), prog)
+
+
 def _zombie(pid: int) -> bool:
     try:
         with open(f"/proc/{int(pid)}/stat", "rb") as f:
@@ -434,6 +456,7 @@ def sweep_strays(now: float | None = None) -> int:
             continue
         if done:
             _seen_strays.discard(pid)
+    cgroup.sweep(_workers)  # ended workers' cgroups: removed once empty, orphans reaped
     return ended
 
 
@@ -442,7 +465,9 @@ class WorkerProcess:
 
     The group is SIGKILLed once the leader has exited but before it is reaped, so no straggler of
     the group survives and the pgid cannot have been reused by then. What escaped the group
-    (``setsid`` daemons) carries the worker's token (``TOKEN_ENV``) and is ended by
+    (``setsid`` daemons) is ended with the worker's cgroup (``cgroup.Leaf``: the process enters
+    it before its command runs; ``cgroup.kill`` at the leader's exit) where there is one; else
+    (the fallback) it carries the worker's token (``TOKEN_ENV``) and is ended by
     ``sweep_strays``: this process is their subreaper."""
 
     def __init__(self, spec: WorkerSpec, env: Mapping[str, str]) -> None:
@@ -452,6 +477,8 @@ class WorkerProcess:
         self.env[TOKEN_ENV] = self.token
         self._proc: subprocess.Popen[bytes] | None = None
         self.returncode: int | None = None
+        #: the worker's own cgroup (None: none, the token and subreaper fallback)
+        self.cgroup: cgroup.Leaf | None = None
 
     @property
     def pid(self) -> int:
@@ -465,18 +492,38 @@ class WorkerProcess:
         stop.unlink(missing_ok=True)
         log = Path(spec.cwd, spec.log_path)
         log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "ab") as out:
-            self._proc = subprocess.Popen(
-                list(spec.command),
-                env=self.env,
-                cwd=spec.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                close_fds=True,
-            )
+        attempt = spec.env.get("DDLSCHED_ATTEMPT", "x")
+        name = f"job-{spec.job_id}-{attempt}-{spec.rank}-{self.token[:8]}"
+        leaf = cgroup.Leaf.make(name) if cgroup.available()[0] else None
+        argv = list(spec.command)
+        try:
+            if leaf is not None:
+                _check_command(argv, self.env, spec.cwd)  # what Popen's exec would say
+                argv = ["/bin/sh", "-c", cgroup.GATE, "sh", *argv]
+            with open(log, "ab") as out:
+                self._proc = subprocess.Popen(
+                    argv,
+                    env=self.env,
+                    cwd=spec.cwd,
+                    stdin=subprocess.PIPE if leaf else subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    close_fds=True,
+                )
+        except BaseException:
+            if leaf is not None:
+                leaf.end()
+            raise
         _workers.add(self._proc.pid)
+        if leaf is not None:  # the gate waits for its line: in the leaf before the command runs
+            self.cgroup = leaf if leaf.place(self._proc.pid) else None
+            assert self._proc.stdin is not None
+            try:
+                self._proc.stdin.write(b"go\n")
+                self._proc.stdin.close()
+            except OSError:  # it died meanwhile (killed): its exit shows in ``poll``
+                pass
         return self._proc.pid
 
     def poll(self) -> int | None:
@@ -488,10 +535,13 @@ class WorkerProcess:
             self.cap_log()
             return None
         self._signal_group(signal.SIGKILL)
+        if self.cgroup is not None:
+            self.cgroup.end()  # cgroup.kill: everything it forked, wherever it went
         self.returncode = self._proc.wait()
         self.cap_log()  # what it wrote since the last look
         _workers.discard(self._proc.pid)
-        _strays[self.token] = time.monotonic() + STRAY_WINDOW_S
+        if self.cgroup is None:  # the fallback: what escaped is found by its token
+            _strays[self.token] = time.monotonic() + STRAY_WINDOW_S
         sweep_strays()
         return self.returncode
 
@@ -534,6 +584,8 @@ class WorkerProcess:
         """SIGKILL the process group (no wait; ``poll`` reaps)."""
         if self.poll() is None:
             self._signal_group(signal.SIGKILL)
+            if self.cgroup is not None:
+                self.cgroup.kill()
 
     def _leader_exited(self) -> bool:
         assert self._proc is not None

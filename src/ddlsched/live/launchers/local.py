@@ -8,6 +8,7 @@ import os
 import subprocess
 
 from ...core.cluster import Cluster
+from . import cgroup
 from .base import (
     Capacity,
     JobPoll,
@@ -75,8 +76,9 @@ class LocalLauncher(LauncherBase):
         return state
 
     def sweep(self) -> None:
-        """End what ended workers left behind (``sweep_strays``); the scheduler calls it on
-        every pass (nothing is read when no worker ended in the last ``STRAY_WINDOW_S``)."""
+        """End what ended workers left behind (``sweep_strays``: their cgroups removed once
+        empty, or the fallback's token sweep); the scheduler calls it on every pass (nothing is
+        read when no worker ended in the last ``STRAY_WINDOW_S``)."""
         sweep_strays()
 
     def request_stop(self, job_id: int) -> None:
@@ -94,6 +96,7 @@ class LocalLauncher(LauncherBase):
     def shutdown(self, grace: float = 2.0) -> None:
         """Stop every job still running (SIGTERM, then SIGKILL after ``grace``)."""
         self.stop_many(list(self._jobs), grace)
+        cgroup.close()  # the ended workers' cgroups and this process's own, once empty
 
     def _release(self, job_id: int, state: JobPoll) -> None:
         procs = self._jobs.pop(job_id)

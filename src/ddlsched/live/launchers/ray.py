@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.cluster import Cluster, Server
+from . import cgroup
 from .base import (
     LOST,
     Capacity,
@@ -117,6 +118,12 @@ class WorkerHost:
         for key in keys:
             if key in self._procs and self._procs[key].pid > 0:
                 self._procs[key].kill()
+
+    def close(self, timeout: float) -> bool:
+        """Before the host is killed: remove its workers' cgroups and its own once empty
+        (waits up to ``timeout``); whether all went."""
+        sweep_strays()
+        return cgroup.close(timeout)
 
     def forget(self, keys: list[Key]) -> None:
         """Drop exited workers (reaped by ``poll``)."""
@@ -641,6 +648,12 @@ class RayLauncher(LauncherBase):
         import ray
         from ray.util.placement_group import remove_placement_group
 
+        closing = [h.actor.close.remote(2.0) for pool in self._hosts for h in pool if not h.dead]
+        if closing:
+            try:
+                ray.wait(closing, num_returns=len(closing), timeout=self.call_timeout)
+            except Exception:
+                pass
         for pool in self._hosts:
             for h in pool:
                 try:

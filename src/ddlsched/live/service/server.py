@@ -29,6 +29,7 @@ from ...core.cluster import Cluster
 from ...errors import InputError
 from ...settings import Settings
 from ..executor import EventLog
+from ..launchers import cgroup
 from ..launchers.base import descendants, end_process_group, process_start_time
 from ..run import check_fits, make_launcher, resolve_launcher, to_specs
 from .endpoints import DEFAULT_LISTEN, TOKEN_FILE, runtime_file
@@ -211,6 +212,9 @@ class Service:
                 f"ddlsched serve: recovered: ended {ended} process(es) left running, "
                 f"requeued job(s) {requeued}"
             )
+        # the cgroups of dead services (of any state directory) in this one's cgroup: what
+        # lives on in them (daemons that escaped the workers' groups) ends now
+        cgroup.collect_leftovers()
 
     def _record(self, cluster: Cluster, resolved: dict) -> None:
         from ...core.results import atomic_write_bytes
