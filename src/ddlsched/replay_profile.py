@@ -245,6 +245,10 @@ class ReplayProfileBackend(ProfileBackend):
 
 
 # ---------------------------------------------------------------------- calibration
+def _mean(xs: list[float]) -> float:
+    return round(sum(xs) / len(xs), 6)
+
+
 def calibrate_profile(
     measured: list[tuple[int, float, int, float]],
     events: dict,
@@ -256,8 +260,7 @@ def calibrate_profile(
 ) -> tuple[list[ProfileJob], dict[int, list[float]], dict[int, list[float]]]:
     """The finished jobs of a live app run as ``ProfileJob``s (module docstring), and per job
     the restart start-ups and stops measured. ``live_jobs``: job id → (app, batch_size) from
-    the live run's job file; ``events``: ``replay._read_events``'s."""
-    from .replay import JobEvents, _mean
+    the live run's job file; ``events``: per job its ``replay.JobEvents``."""
 
     @dataclass
     class Seen:
@@ -270,8 +273,10 @@ def calibrate_profile(
     for job, _arrival, _gpus, _duration in measured:
         app_name, batch0 = live_jobs[job]
         app = apps[app_name]
-        ev: JobEvents = events.get(job) or JobEvents()
+        ev = events.get(job)
         s = seen[job] = Seen(startups=[])
+        if ev is None:
+            continue
         last = max(ev.attempts) if ev.attempts else None
         for k in sorted(ev.attempts):
             a = ev.attempts[k]
