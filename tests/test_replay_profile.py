@@ -204,3 +204,18 @@ def test_train_py_paces_its_steps_by_the_profile():
     assert across == pytest.approx(APP.iteration_time((1, 1), APP.batch_config(2, 256)))
     args = train.parse_args(["--pace", "cifar10", "--samples", "1000"])
     assert (args.pace, args.samples, args.pace_scale) == ("cifar10", 1000, 1.0)
+
+
+def test_pollux_rounds_are_decided_a_loop_iteration_after_their_instant(tmp_path: Path):
+    """Live, a round at a job's arrival instant is decided a little later: the job's age is
+    > 0 and Pollux's restart factor gives it GPUs there. At age 0 (exactly at the instant) the
+    factor is 0 and the job would wait a whole round."""
+    from ddlsched.cli import main
+    from ddlsched.replay_profile import ROUND_LAG
+
+    live = fake_app_live(tmp_path, "pollux")
+    out = tmp_path / "rp"
+    assert main(["replay", str(live), "--policy", "pollux", "--out", str(out), "--quiet"]) == 0
+    rows = {int(r["job_id"]): r for r in csv.DictReader(open(out / "jobs.csv"))}
+    assert float(rows[0]["start"]) == pytest.approx(ROUND_LAG)  # arrived at 0, the first round
+    assert float(rows[1]["start"]) == pytest.approx(2 + 2 * ROUND_LAG)  # the next round
