@@ -6,6 +6,7 @@
 # logical GPUs (local subprocesses) under fifo, pollux, sjf-bsbf and sjf-ffs (default); then each
 # live run replayed under every policy (`ddlsched replay`) and compared with the live run of
 # that policy (`ddlsched compare`): predicted vs live average JCT, the largest per-job error.
+# REPLAY_ONLY=1: replay the live runs already in OUT_DIR again, without running them.
 set -euo pipefail
 out=${1:-runs/replay-app-fidelity}
 shift || true
@@ -16,13 +17,14 @@ jobs=examples/live/replay-app-jobs.toml
 ddl() { python -m ddlsched.cli "$@"; }
 # Pollux decides every 2 s (its default 60 s is longer than these jobs)
 settings() { if [ "$1" = pollux ]; then echo "--set interval=2"; fi; }
-uptime > "$out/load.txt"
+[ "${REPLAY_ONLY:-}" = 1 ] || uptime > "$out/load.txt"
 for p in $policies; do
+  [ "${REPLAY_ONLY:-}" = 1 ] && continue
   # shellcheck disable=SC2046
   ddl live --local --cluster $cluster --workload $jobs --policy $p $(settings $p) --quiet \
     --overwrite --out "$out/live-$p" > /dev/null
 done
-uptime >> "$out/load.txt"
+[ "${REPLAY_ONLY:-}" = 1 ] || uptime >> "$out/load.txt"
 printf '%-22s %9s %9s %8s %16s %8s\n' "measured → predicted" "live (s)" "pred (s)" "avg" \
   "worst job" "preempt"
 for a in $policies; do
