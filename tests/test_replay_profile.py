@@ -176,6 +176,10 @@ def test_every_policy_replays_an_elastic_live_run(tmp_path: Path, policy: str):
     rows = list(csv.DictReader(open(out / "jobs.csv")))
     assert len(rows) == 3 and all(float(r["finish"]) > 0 for r in rows)
     assert json.loads((out / "config.json").read_text())["live_policy"] == "pollux"
+    from ddlsched.check import check_paths
+
+    (res,) = check_paths([out])  # checked against its replay-jobs.csv, not only a note
+    assert res.ok and not res.notes, (res.violations, res.notes)
 
 
 def test_a_missing_job_file_is_one_line_naming_config_json(tmp_path: Path, capsys):

@@ -32,6 +32,7 @@ for a in $policies; do
     # shellcheck disable=SC2046
     ddl replay "$out/live-$a" --policy $b $(settings $b) --quiet --overwrite \
       --out "$out/replay-$a-as-$b" > /dev/null
+    ddl check "$out/replay-$a-as-$b" > /dev/null
     ddl compare "$out/live-$b" "$out/replay-$a-as-$b" --json --out "$out/jobs-$a-as-$b.csv" \
       > "$out/compare-$a-as-$b.json"
     python - "$a" "$b" "$out" <<'PY'
