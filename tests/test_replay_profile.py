@@ -223,3 +223,15 @@ def test_pollux_rounds_are_decided_a_loop_iteration_after_their_instant(tmp_path
     rows = {int(r["job_id"]): r for r in csv.DictReader(open(out / "jobs.csv"))}
     assert float(rows[0]["start"]) == pytest.approx(ROUND_LAG)  # arrived at 0, the first round
     assert float(rows[1]["start"]) == pytest.approx(2 + 2 * ROUND_LAG)  # the next round
+
+
+def test_set_poll_interval_is_the_replays_engine_not_a_profile_setting(tmp_path: Path):
+    from ddlsched.cli import main
+
+    live = fake_app_live(tmp_path, "fifo")
+    out = tmp_path / "rp"
+    argv = ["replay", str(live), "--policy", "fifo", "--set", "poll_interval=0.5"]
+    assert main([*argv, "--out", str(out), "--quiet"]) == 0
+    assert json.loads((out / "config.json").read_text())["poll_interval"] == 0.5
+    ends = [float(r["finish"]) for r in csv.DictReader(open(out / "jobs.csv"))]
+    assert all(abs(e / 0.5 - round(e / 0.5)) < 1e-6 for e in ends)  # ends seen at its polls

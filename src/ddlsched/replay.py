@@ -535,9 +535,11 @@ def replay(
     live = read_live(cfg.live, cfg.cluster)
     cluster_name, cluster = _cluster(live, cfg.cluster)
     validate_fits(live.jobs, cluster, str(live.path / "measured.csv"))
-    settings = replay_settings(live, live.jobs, cfg.policy, cfg.settings)
-    if live.profile is not None:
+    if live.profile is not None:  # the poll interval goes to its engine (not a profile setting)
+        given = {k: v for k, v in cfg.settings.items() if k != "poll_interval"}
+        settings = replay_settings(live, live.jobs, cfg.policy, given)
         return _replay_profile(cfg, live, cluster_name, cluster, settings, progress), live
+    settings = replay_settings(live, live.jobs, cfg.policy, cfg.settings)
     seed = cfg.seed if cfg.seed is not None else _seed(live)
     record: dict[str, object] = {
         "mode": "replay",
@@ -576,7 +578,9 @@ def _replay_profile(
 
     assert live.profile is not None
     seed = cfg.seed if cfg.seed is not None else _seed(live)
-    poll = float(cfg.settings.get("poll_interval", live_poll_interval(live)))  # type: ignore[arg-type]
+    poll = live_poll_interval(live)
+    if "poll_interval" in cfg.settings:  # --set poll_interval=…: checked as a setting
+        poll = Settings.from_mapping({"poll_interval": cfg.settings["poll_interval"]}).poll_interval
     record: dict[str, object] = {
         "mode": "replay",
         "version": __version__,
