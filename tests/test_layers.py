@@ -9,7 +9,8 @@ Bottom to top::
     3  policies, planning, workloads, live.jobfile, live.service.store
     4  api, backends, policy, settings, settings_scope, live.executor, live.backend,
        live.profile, live.run, the service's modules (live.service: server, engine, httpapi,
-       history, export, remote, page), and the package façade ``ddlsched/__init__``
+       history, export, remote, page), replay_profile, and the package façade
+       ``ddlsched/__init__``
     5  experiments, config, sweep, report, check, replay
     6  cli
 
@@ -70,6 +71,7 @@ LAYERS: dict[str, int] = {
     "live.backend": 4,
     "live.run": 4,
     "live.profile": 4,
+    "replay_profile": 4,  # replay's profile path: a backend and its executor
     "live.service": 4,  # ``ddlsched serve``: server → httpapi, engine → store
     "live.service.server": 4,
     "live.service.engine": 4,

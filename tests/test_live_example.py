@@ -271,3 +271,28 @@ def test_the_tiresias_example_settings_preempt_without_thrashing():
     preempted = {j.job_id: j.preemptions for j in res.jobs}
     assert 1 <= sum(preempted.values()) <= 3 and max(preempted.values()) == 1, preempted
     assert preempted[next(j.job_id for j in jobs if j.gpus == widest)] == 1  # it is demoted
+
+
+def test_pace_mode_steps_at_the_profiles_time_for_its_allocation_until_its_samples(
+    tmp_path: Path,
+):
+    """``--pace APP``: each step lasts the profile's iteration time for the job's GPUs and
+    batch (× --pace-scale), and the job ends once it has seen --samples samples."""
+    from ddlsched.perf.builtin_apps import builtin_profiles
+
+    app = builtin_profiles()["cifar10"]
+    step = 0.5 * app.iteration_time((2,), app.batch_config(2, 256))  # ≈ 0.02 s
+    job = Job(
+        tmp_path,
+        *("--pace", "cifar10", "--pace-scale", "0.5", "--samples", "5120"),
+        WORLD_SIZE="2",
+        RANK="0",
+        DDLSCHED_GPUS="0,1",
+        DDLSCHED_BATCH_SIZE="256",
+    )
+    out, _ = job.proc.communicate(timeout=TIMEOUT)
+    assert job.proc.returncode == 0, out
+    rows = [r for r in job.reports() if "loss" in r]
+    assert rows[-1]["step"] == 20 and rows[-1]["samples"] == 5120  # 5120 / 256
+    per_step = (rows[-1]["time"] - rows[0]["time"]) / (len(rows) - 1)
+    assert step * 0.95 <= per_step <= step * 1.5, (per_step, step)

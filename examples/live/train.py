@@ -6,6 +6,15 @@ It follows the job contract of docs/live.md: it reports its progress every step
 ``--checkpoint-every`` steps and when the scheduler asks it to stop, resumes from that
 checkpoint when started again, and exits 0 once it reached ``--steps``.
 
+With ``--pace APP`` (an application profile ddlsched ships, e.g. ``cifar10``) the job runs at
+that application's speed for the allocation the scheduler gave it: each step lasts
+``--pace-scale`` × the profile's iteration time for its GPUs (``WORLD_SIZE``; the placement from
+``DDLSCHED_GPUS`` with ``--gpus-per-server`` GPUs per server) and total batch
+(``DDLSCHED_BATCH_SIZE``), the numpy work included; with ``--samples`` it trains until it has seen
+that many samples, so a larger batch means fewer, longer steps — Pollux's and SJF-BSBF's choices
+change how long the job runs. Sharing a (logical) GPU does not slow it: the steps are timed, the
+numpy work is small. Without ``--pace`` nothing changes.
+
 Run it by hand (no scheduler; add --checkpoint-dir to try resuming)::
 
     python3 examples/live/train.py --steps 200 --step-time 0.01
@@ -121,6 +130,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=0.0,
         help="extra seconds to sleep per step, to make the job last (default 0)",
     )
+    ap.add_argument(
+        "--pace",
+        default=None,
+        metavar="APP",
+        help="time each step as APP's profile says for the job's GPUs and batch (module doc)",
+    )
+    ap.add_argument(
+        "--pace-scale", type=float, default=1.0, help="× the profile's step time (default 1)"
+    )
+    ap.add_argument(
+        "--gpus-per-server",
+        type=int,
+        default=2,
+        help="GPUs per server of the cluster, for the placement --pace looks up (default 2)",
+    )
+    ap.add_argument(
+        "--samples",
+        type=int,
+        default=None,
+        help="train until this many samples were seen instead of --steps (with --pace)",
+    )
     ap.add_argument("--checkpoint-every", type=int, default=50, help="steps between checkpoints")
     ap.add_argument(
         "--checkpoint-dir",
@@ -133,7 +163,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if args.steps < 0 or args.checkpoint_every < 1 or args.step_time < 0:
         ap.error("--steps must be >= 0, --checkpoint-every >= 1, --step-time >= 0")
+    if args.pace_scale <= 0 or args.gpus_per_server < 1 or (args.samples or 1) < 1:
+        ap.error("--pace-scale must be > 0, --gpus-per-server >= 1, --samples >= 1")
     return args
+
+
+def pace_step_time(app_name: str, scale: float, gpus: list[int], per_server: int, batch: int):
+    """Seconds per step of ``--pace``: ``scale`` × the profile's iteration time of the
+    configuration ``batch_config(R, batch)`` on the placement of ``gpus`` (GPUs per server, in
+    the order of their servers), as ddlsched's profile executor computes it."""
+    from ddlsched.perf.builtin_apps import builtin_profiles
+
+    app = builtin_profiles()[app_name]
+    placement: list[int] = []
+    last = None
+    for g in sorted(gpus):
+        server = g // per_server
+        if server == last:
+            placement[-1] += 1
+        else:
+            placement.append(1)
+            last = server
+    cfg = app.batch_config(len(gpus), batch)
+    return scale * app.iteration_time(tuple(placement), cfg)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,6 +207,16 @@ def main(argv: list[str] | None = None) -> int:
         step, samples, params, rng_state = state
         rng.bit_generator.state = rng_state
     start = step
+    pace = None
+    if args.pace:
+        gpus = live.gpus() or list(range(world))
+        pace = pace_step_time(args.pace, args.pace_scale, gpus, args.gpus_per_server, batch)
+
+    def finished() -> bool:
+        if args.samples is not None:
+            return samples >= args.samples
+        return step >= args.steps
+
     if rank == 0:
         live.report(step=step, samples=samples, event="start", attempt=live.attempt())
         print(f"rank {rank}/{world}: starting at step {step} of {args.steps}", flush=True)
@@ -164,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
             save(ckpt, step, samples, params, rng)
 
     loss = float("nan")
-    while step < args.steps:
+    while not finished():
+        t0 = time.monotonic()
         idx = rng.integers(0, len(x), size=local_batch * world)  # the same on every rank
         mine = idx[rank * local_batch : (rank + 1) * local_batch]
         loss, grads = loss_and_grads(params, x[mine], y[mine])
@@ -172,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
             params[k] -= args.lr * grads[k]
         step += 1
         samples += local_batch * world
-        done = step >= args.steps
+        done = finished()
         if done:  # a stop asked from now on crosses the exit: SIGTERM must not turn it into a
             signal.signal(signal.SIGTERM, signal.SIG_IGN)  # kill (exit -15), the exit stays 0
         if rank == 0:  # the last report says the work is done, so such an exit is a finish
@@ -183,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
             checkpoint()
             print(f"rank {rank}: stopped at step {step} (checkpointed)", flush=True)
             return 0
+        if pace is not None:  # the step lasts what the profile says, the work above included
+            time.sleep(max(pace - (time.monotonic() - t0), 0.0))
         if args.step_time:
             time.sleep(args.step_time)
     checkpoint()

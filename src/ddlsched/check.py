@@ -511,9 +511,10 @@ def _load_replay_context(
     cfg: dict, ctx: _Context, res: RunCheck, directory: Path | None = None
 ) -> None:
     """A replay's cluster and jobs: its calibrated trace (``replay.csv`` in the run directory,
-    with the live run's job ids)."""
+    with the live run's job ids; ``replay-jobs.csv`` for application-profile jobs)."""
     from .core.cluster_io import load_cluster
     from .replay import REPLAY_FILE, read_replay_jobs
+    from .replay_profile import PROFILE_REPLAY_FILE, read_profile_jobs
 
     try:
         ctx.cluster = load_cluster(str(cfg.get("cluster")))
@@ -522,7 +523,11 @@ def _load_replay_context(
     try:
         if directory is None:
             raise InputError("no run directory")
-        specs = read_replay_jobs(directory / str(cfg.get("workload") or REPLAY_FILE))
+        workload = str(cfg.get("workload") or REPLAY_FILE)
+        if workload == PROFILE_REPLAY_FILE:  # a replay of application-profile jobs
+            specs = [j.spec() for j in read_profile_jobs(directory / workload)]
+        else:
+            specs = read_replay_jobs(directory / workload)
         ctx.specs = {s.job_id: s for s in specs}
     except Exception as e:  # noqa: BLE001
         res.notes.append(f"replay trace not loadable ({e}): arrivals and GPU counts not checked")

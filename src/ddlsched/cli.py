@@ -434,6 +434,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from .progress import ProgressBar
     from .replay import REPLAY_FILE, ReplayConfig, replay
+    from .replay_profile import PROFILE_REPLAY_FILE
 
     cfg = ReplayConfig(
         live=args.live,
@@ -466,7 +467,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     )
     print(
         f"wrote {os.path.join(cfg.out, 'config.json')}, summary.json, jobs.csv, segments.csv, "
-        f"{REPLAY_FILE}"
+        f"{REPLAY_FILE if live.profile is None else PROFILE_REPLAY_FILE}"
     )
     return 0
 

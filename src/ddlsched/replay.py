@@ -19,11 +19,11 @@ restarts'; where the run restarted nothing, its first start-ups'; ``mean_stop_s`
 run measured no stop at all, one poll interval (a process that exits at once: the engine sees
 it at its next poll).
 
-Live runs of application-profile jobs (``app``) replay the same way, as trace jobs, when each
-job ran alone on the GPUs it asked for (fifo, sjf, tiresias); a run of pollux (which resizes
-jobs) or of sjf-ffs / sjf-bsbf (which share GPUs) is refused: its durations hold allocations a
-trace job does not have, and replaying it through the profiles would need each job's work in
-the profile's units (docs/live.md, "Replay").
+Live runs of application-profile jobs (``app``; any policy, pollux and the sharing policies
+included) replay through the profiles instead (``replay_profile``): each job's work and speed
+calibrated in its profile's units, its configuration — GPUs, batch, shared or not — the
+replayed policy's; they write ``replay-jobs.csv`` instead of ``replay.csv``. A run of trace jobs
+that resized its jobs or shared GPUs is still refused: its durations hold those allocations.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from .core.job import JobSpec
 from .core.results import SimResult
 from .errors import InputError
 from .parsing import NumberError, to_float, to_int
+from .replay_profile import PROFILE_REPLAY_FILE, ProfileJob
 from .settings import Settings
 
 __all__ = [
@@ -72,6 +73,9 @@ class LiveMeasurements:
     #: per job: its measured restart start-ups and stops (seconds)
     restarts: dict[int, list[float]] = field(default_factory=dict)
     stops: dict[int, list[float]] = field(default_factory=dict)
+    #: a run of application-profile jobs: the jobs calibrated in their profiles' units
+    #: (``replay_profile``; ``jobs`` are then their specs)
+    profile: list[ProfileJob] | None = None
 
     @property
     def policy(self) -> str:
@@ -79,9 +83,11 @@ class LiveMeasurements:
 
 
 # ---------------------------------------------------------------------- reading a live run
-def read_live(path: str | Path) -> LiveMeasurements:
+def read_live(path: str | Path, cluster: str | None = None) -> LiveMeasurements:
     """The calibrated jobs of the live run directory ``path`` (``InputError``, one line naming
-    the file, for a directory that is not a complete live run)."""
+    the file, for a directory that is not a complete live run); ``cluster``: for a run of
+    application-profile jobs, the cluster whose placements the profiles look up (default: the
+    live run's)."""
     d = Path(path)
     if not d.is_dir():
         raise InputError(
@@ -105,7 +111,9 @@ def read_live(path: str | Path) -> LiveMeasurements:
         )
     resized = summary.get("elastic") is True
     shared = summary.get("max_jobs_per_gpu", 1) != 1
-    if resized or shared:
+    resolved = config.get("resolved")
+    profiled = isinstance(resolved, dict) and resolved.get("backend") == "live-profile"
+    if (resized or shared) and not profiled:
         what = "resized its jobs (elastic)" if resized else "put several jobs on a GPU"
         raise InputError(
             f"the live run's policy {config.get('policy')!r} {what}: its measured durations "
@@ -119,10 +127,53 @@ def read_live(path: str | Path) -> LiveMeasurements:
     events = _read_events(d / "events.jsonl")
     live = LiveMeasurements(d, config, summary, [])
     poll = live_poll_interval(live)
+    if profiled:
+        _calibrate_profile(live, measured, events, poll, cluster)
+        return live
     live.jobs, live.restarts, live.stops = calibrate(
         measured, events, summary, str(d / "summary.json"), poll
     )
     return live
+
+
+def _calibrate_profile(
+    live: LiveMeasurements,
+    measured: list[tuple[int, float, int, float]],
+    events: dict[int, JobEvents],
+    poll: float,
+    cluster: str | None,
+) -> None:
+    """``live``'s jobs calibrated in their profiles' units (``replay_profile``): their apps and
+    batches from the live run's job file, the profiles of its settings."""
+    from .live.jobfile import read_live_jobs
+    from .perf.builtin_apps import builtin_profiles
+    from .perf.profiles import load_applications
+    from .replay_profile import calibrate_profile
+
+    source = str(live.path / "config.json")
+    jobs_file = live.config.get("jobs")
+    if not isinstance(jobs_file, str) or not Path(jobs_file).is_file():
+        raise InputError(
+            f"the live run's job file {jobs_file!r} is not there: a run of application-profile "
+            "jobs replays with their apps and batches from it",
+            source=source,
+            field="jobs",
+        )
+    live_jobs = {j.job_id: (j.app or "", j.batch_size or 0) for j in read_live_jobs(jobs_file)}
+    missing = sorted(job for job, *_ in measured if job not in live_jobs)
+    if missing:
+        raise InputError(
+            f"jobs {missing} of measured.csv are not in the job file {jobs_file}", source=source
+        )
+    settings = live.config.get("settings") or {}
+    profiles = settings.get("profile", {}).get("profiles") if isinstance(settings, dict) else ""
+    apps = load_applications(profiles) if profiles else builtin_profiles()
+    _, cl = _cluster(live, cluster)
+    calibrated, live.restarts, live.stops = calibrate_profile(
+        measured, events, live.summary, live_jobs, apps, cl.gpu_server, poll
+    )
+    live.profile = calibrated
+    live.jobs = [j.spec() for j in calibrated]
 
 
 def _json_object(path: Path) -> dict:
@@ -201,6 +252,8 @@ class _Attempt:
     first_step: int | None = None  # … and the step the job had reached by then
     stop_asked: float | None = None
     stop_step: int | None = None  # the step its ``stopped`` event says
+    gpus: tuple[int, ...] = ()  # the GPUs and total batch its ``start`` event says
+    batch: int | None = None
 
 
 @dataclass
@@ -302,7 +355,9 @@ def _read_events(path: Path) -> dict[int, JobEvents]:
         step = e.get("step") if _whole(e.get("step")) else None
         a = ev.attempts.get(attempt) if _whole(attempt) else None
         if kind == "start" and _whole(attempt):
-            ev.attempts[attempt] = _Attempt(t)
+            gpus = e.get("gpus")
+            gpus = tuple(gpus) if isinstance(gpus, list) and all(map(_whole, gpus)) else ()
+            ev.attempts[attempt] = _Attempt(t, gpus=gpus, batch=_batch(e.get("batch")))
         elif kind == "first_report" and _whole(attempt):
             ev.reports.append((attempt, t))
             if a is not None and a.first_t is None and t >= a.launched:
@@ -325,6 +380,15 @@ def _read_events(path: Path) -> dict[int, JobEvents]:
             if kind == "finish":
                 ev.finish = (t, step)
     return jobs
+
+
+def _batch(x: object) -> int | None:
+    """A ``start`` event's total batch (written as text), None if absent or not a count."""
+    try:
+        b = int(str(x))
+    except ValueError:
+        return None
+    return b if b >= 1 else None
 
 
 def _number(x: object) -> bool:
@@ -468,9 +532,13 @@ def replay(
     from .workloads.io import validate_fits
     from .workloads.trace_generic import write_generic
 
-    live = read_live(cfg.live)
+    live = read_live(cfg.live, cfg.cluster)
     cluster_name, cluster = _cluster(live, cfg.cluster)
     validate_fits(live.jobs, cluster, str(live.path / "measured.csv"))
+    if live.profile is not None:  # the poll interval goes to its engine (not a profile setting)
+        given = {k: v for k, v in cfg.settings.items() if k != "poll_interval"}
+        settings = replay_settings(live, live.jobs, cfg.policy, given)
+        return _replay_profile(cfg, live, cluster_name, cluster, settings, progress), live
     settings = replay_settings(live, live.jobs, cfg.policy, cfg.settings)
     seed = cfg.seed if cfg.seed is not None else _seed(live)
     record: dict[str, object] = {
@@ -492,6 +560,58 @@ def replay(
         res = simulate(cluster, jobs, cfg.policy, seed=seed, settings=settings, progress=progress)
         write_result_files(res, d, config=record)
     return res, live
+
+
+def _replay_profile(
+    cfg: ReplayConfig,
+    live: LiveMeasurements,
+    cluster_name: str,
+    cluster: Cluster,
+    settings: Settings,
+    progress: Callable[[int, int], None] | None,
+) -> SimResult:
+    """``replay`` of a live run of application-profile jobs (``replay_profile``)."""
+    from .api import build_simulator
+    from .core.results import write_result_files
+    from .core.rundir import output_dir, same_config_rule
+    from .replay_profile import ReplayProfileBackend, read_profile_jobs, write_profile_jobs
+
+    assert live.profile is not None
+    seed = cfg.seed if cfg.seed is not None else _seed(live)
+    poll = live_poll_interval(live)
+    if "poll_interval" in cfg.settings:  # --set poll_interval=…: checked as a setting
+        poll = Settings.from_mapping({"poll_interval": cfg.settings["poll_interval"]}).poll_interval
+    record: dict[str, object] = {
+        "mode": "replay",
+        "version": __version__,
+        "live": str(live.path.resolve()),
+        "live_run_id": live.summary.get("run_id"),
+        "live_policy": live.policy,
+        "cluster": cluster_name,
+        "workload": PROFILE_REPLAY_FILE,
+        "policy": cfg.policy,
+        "seed": seed,
+        "poll_interval": poll,
+        "settings": settings.sectioned(),
+    }
+    with output_dir(cfg.out, may_replace=same_config_rule(record), overwrite=cfg.overwrite) as d:
+        write_profile_jobs(live.profile, d / PROFILE_REPLAY_FILE)
+        calibrated = read_profile_jobs(d / PROFILE_REPLAY_FILE)  # what runs is what it says
+        backend = ReplayProfileBackend(calibrated, poll)
+        jobs = [j.spec() for j in calibrated]
+        sim = build_simulator(
+            cluster,
+            jobs,
+            cfg.policy,
+            seed=seed,
+            settings=settings,
+            backend=backend,
+            progress=progress,
+        )
+        res = sim.run()
+        record["resolved"] = res.resolved
+        write_result_files(res, d, config=record)
+    return res
 
 
 def live_poll_interval(live: LiveMeasurements) -> float:
