@@ -52,9 +52,14 @@ chromium:
 	  fi; \
 	fi
 
+# The suite on every core (pytest-xdist; at most 4 workers): Ray's test files share one worker
+# (tests/conftest.py); the few tests marked `solo` compare real processes' timings and run
+# alone afterwards. `pytest` with no options runs everything in one process as before.
+PYTEST := OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest
 test: $(STAMP) chromium
 	$(BIN)/ruff check src tests benchmarks examples
-	OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest
+	$(PYTEST) -n auto --maxprocesses 4 --dist loadgroup -m "not solo"
+	$(PYTEST) -m solo
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_wang20.py

@@ -5,7 +5,7 @@ Bottom to top::
     0  errors, parsing, paths, progress, parallel, live (the job-side client ``live/__init__``)
     1  perf
     2  core
-    2  … and live.launchers (base, local, ray: the cluster layer)
+    2  … and live.launchers (base, cgroup, proc, local, ray: the cluster layer)
     3  policies, planning, workloads, live.jobfile, live.service.store
     4  api, backends, policy, settings, settings_scope, live.executor, live.backend,
        live.profile, live.run, the service's modules (live.service: server, engine, httpapi,
@@ -65,6 +65,8 @@ LAYERS: dict[str, int] = {
     "extend": 4,
     "live.launchers": 2,  # the cluster layer: processes, local and Ray launchers
     "live.launchers.base": 2,
+    "live.launchers.cgroup": 2,
+    "live.launchers.proc": 2,
     "live.launchers.local": 2,
     "live.launchers.ray": 2,
     "live.executor": 4,

@@ -446,6 +446,7 @@ def test_a_damaged_or_simulated_run_is_one_line_naming_the_file(
 
 
 # ---------------------------------------------------------------------- a real live run
+@pytest.mark.solo  # its live timings decide the preemptions the replay must meet
 def test_a_real_live_run_replays_under_its_own_policy_and_another(tmp_path: Path):
     """A small live run (local subprocesses of examples/live/train.py, tiresias with
     preemptions), replayed under tiresias (avg JCT within 10 % of the live one) and sjf (a valid

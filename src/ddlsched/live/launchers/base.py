@@ -28,6 +28,7 @@ from typing import Protocol, Self
 
 from ...core.cluster import Cluster
 from . import cgroup
+from .proc import process_start_time
 
 #: exit code reported for a worker whose host went away (Ray node or actor died) before it exited
 LOST = -1000
@@ -284,18 +285,6 @@ def read_last_json(path: str | Path, tail: int = 65536) -> dict | None:
 
 
 # --------------------------------------------------------------------------- processes
-def process_start_time(pid: int) -> int:
-    """When process ``pid`` of this machine started, in clock ticks since boot (Linux
-    ``/proc/PID/stat`` field 22); 0 where unknown. With the pid it names one process for good:
-    a pid reused by a later process has another start time."""
-    try:
-        with open(f"/proc/{int(pid)}/stat", "rb") as f:
-            stat = f.read().decode("ascii", "replace")
-        return int(stat[stat.rindex(")") + 2 :].split()[19])
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 def end_process_group(pid: int, start_time: int, grace: float) -> bool:
     """End the process group led by ``pid`` if that process is still the one that started at
     ``start_time`` (a worker a crashed service left behind): SIGTERM, SIGKILL after ``grace``.

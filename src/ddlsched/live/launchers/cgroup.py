@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from .proc import process_start_time
+
 #: ``off`` (or ``0``, ``no``, ``false``): no cgroups, the token and subreaper fallback only;
 #: anything else (or unset): cgroups where they work
 ENV = "DDLSCHED_CGROUPS"
@@ -81,8 +83,6 @@ def _proc_text(name: str) -> str:
 
 
 def _start_time(pid: int) -> int:
-    from .base import process_start_time
-
     return process_start_time(pid)
 
 

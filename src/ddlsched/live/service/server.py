@@ -30,7 +30,8 @@ from ...errors import InputError
 from ...settings import Settings
 from ..executor import EventLog
 from ..launchers import cgroup
-from ..launchers.base import descendants, end_process_group, process_start_time
+from ..launchers.base import descendants, end_process_group
+from ..launchers.proc import process_start_time
 from ..run import check_fits, make_launcher, resolve_launcher, to_specs
 from .endpoints import DEFAULT_LISTEN, TOKEN_FILE, runtime_file
 from .engine import ServiceBackend, ServiceExecutor, ServiceSimulator
