@@ -307,7 +307,7 @@ class ObservesMeasured(Protocol):
     """A job agent that takes real measurements (live mode): seconds per iteration of the
     configuration a job runs, from its progress reports, instead of the profile's."""
 
-    def observe_measured(self, run: ProfileRun, step_time: float) -> tuple[float, float]: ...
+    def observe_measured(self, run: ProfileRun, iteration_time: float) -> tuple[float, float]: ...
 
 
 @runtime_checkable

@@ -122,19 +122,24 @@ class Pollux:
             len(run.placement), sum(run.placement), cfg.a, step, sync, grad=grad
         )
 
-    def observe_measured(self, run: ProfileRun, step_time: float) -> tuple[float, float]:
+    def observe_measured(self, run: ProfileRun, iteration_time: float) -> tuple[float, float]:
         """A real measurement of ``run``'s configuration (live mode: seconds per iteration
         from the job's progress reports) replaces the profile's in the job's goodput model,
-        which is refit — the agent's fit, from what the job reported. The sync share of the
-        step is the profile's for that configuration. Returns the (step, sync) recorded."""
+        which is refit — the agent's fit, from what the job reported. The model's rows are
+        per synchronising micro-step, and an iteration is ``k`` accumulation micro-steps
+        more (T_iter = step + k·(step − sync), §2): the measured iteration is scaled by the
+        profile's step ÷ iteration for that configuration, and the sync share of the step is
+        the profile's. Returns the (step, sync) recorded."""
         app, cfg = run.app, run.cfg
         assert cfg is not None
         p_step, p_sync = app.step_time(run.placement, cfg.a)
-        sync = step_time * (p_sync / p_step) if p_step > 0 else 0.0
+        p_iter = app.iteration_time(run.placement, cfg)
+        step = iteration_time * (p_step / p_iter) if p_iter > 0 else iteration_time
+        sync = step * (p_sync / p_step) if p_step > 0 else 0.0
         self._model(run.job).observe(
-            len(run.placement), sum(run.placement), cfg.a, step_time, sync, replace=True
+            len(run.placement), sum(run.placement), cfg.a, step, sync, replace=True
         )
-        return step_time, sync
+        return step, sync
 
     def _pinned(self, job: JobState) -> bool:
         """NCF under the artifact's quirk: one replica, batch ``ncf_batch``."""
