@@ -317,18 +317,29 @@ def _less(
     return (a.wl.created, a.wl.name) < (b.wl.created, b.wl.name)
 
 
-def decide(config: QueuesConfig, snapshot: Snapshot, *, until_stable: bool = False) -> Decision:
+#: most cycles ``until_stable`` runs: with reclaimWithinCohort Any and nothing finishing, victims
+#: that borrow again can be reclaimed again without end (Kueue's requeue backoff is not modelled)
+MAX_CYCLES = 1000
+
+
+def decide(
+    config: QueuesConfig,
+    snapshot: Snapshot,
+    *,
+    until_stable: bool = False,
+    max_cycles: int = MAX_CYCLES,
+) -> Decision:
     """What one Kueue scheduling cycle (or, with ``until_stable``, repeated cycles with
     nothing finishing, until one changes nothing) does to ``snapshot``: the workloads it
     admits with their flavors, those it preempts with Kueue's reason, those left pending.
 
     Pure: reads its arguments only (the engine can call it with its own snapshot). A
-    workload preempted and then admitted again in a later cycle is in both maps."""
+    workload preempted and then admitted again in a later cycle is in both maps; ``cycles``
+    says how many ran (at most ``max_cycles``)."""
     sched = Scheduler(config, snapshot)
     changed = sched.cycle()
     if until_stable:
-        limit = 4 * (len(snapshot.admitted) + len(snapshot.pending)) + 10
-        while changed and sched.decision.cycles < limit:
+        while changed and sched.decision.cycles < max_cycles:
             changed = sched.cycle()
     pending = [n for q in sched.queues.values() for n in q.names()]
     sched.decision.pending = sorted(pending)

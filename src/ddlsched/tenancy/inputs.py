@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, quote, suggest
-from ..parsing import load_toml, load_yaml
+from ..parsing import load_json, load_toml, load_yaml
 from .manifests import read_text
 from .model import PodSet, QueuesConfig, Snapshot, Workload
 from .quantity import QuantityError, milli
@@ -187,8 +187,14 @@ def parse_snapshot(data: Any, source: str, config: QueuesConfig) -> Snapshot:
 
 
 def load_snapshot(path: str | Path, config: QueuesConfig) -> Snapshot:
-    """``--workloads FILE`` (YAML, or TOML for ``.toml``)."""
+    """``--workloads FILE``: YAML; TOML for ``.toml``; JSON (a subset of YAML, read ten times
+    faster) for ``.json``."""
     source = str(path)
     text = read_text(path)
-    data = load_toml(text, source) if source.endswith(".toml") else load_yaml(text, source)
+    if source.endswith(".toml"):
+        data = load_toml(text, source)
+    elif source.endswith(".json"):
+        data = load_json(text, source)
+    else:
+        data = load_yaml(text, source)
     return parse_snapshot(data, source, config)
