@@ -727,3 +727,140 @@ def test_until_stable_preemptor_admitted_after_victims_leave() -> None:
     assert out["admitted"] == {"in": {"main": {"cpu": "default"}}}
     assert out["preempted"] == {"low": "InClusterQueue"}
     assert out["pending"] == ["low"]
+
+
+def test_reclaim_quota_from_lender() -> None:
+    """TestPreemption "reclaim quota from lender" (lendingLimit)
+    (kueue@ff69552e, pkg/scheduler/preemption/preemption_test.go)"""
+    victims, _ = preempt(
+        [
+            adm("lend1-low", "lend1", 3, -1),
+            adm("lend2-mid", "lend2", 3),
+            adm("lend2-high", "lend2", 4, 1),
+        ],
+        incoming("lend1", 1, cpu=3),
+    )
+    assert victims == {"lend2-mid": "InCohortReclamation"}
+
+
+def test_preempt_from_all_cluster_queues_in_cohort_lend() -> None:
+    """TestPreemption "preempt from all ClusterQueues in cohort-lend"
+    (kueue@ff69552e, pkg/scheduler/preemption/preemption_test.go)"""
+    victims, _ = preempt(
+        [
+            adm("lend1-low", "lend1", 3, -1),
+            adm("lend1-mid", "lend1", 2),
+            adm("lend2-low", "lend2", 3, -1),
+            adm("lend2-mid", "lend2", 4),
+        ],
+        incoming("lend1", 0, cpu=4),
+    )
+    assert victims == {"lend1-low": "InClusterQueue", "lend2-low": "InCohortReclamation"}
+
+
+def test_cannot_preempt_beyond_requestable_quota_with_lending_limit() -> None:
+    """TestPreemption "cannot preempt from other ClusterQueues if exceeds requestable quota
+    including lending limit": lend1 can reach 6 + 2 lendable = 8 < 9
+    (kueue@ff69552e, pkg/scheduler/preemption/preemption_test.go)"""
+    victims, pending = preempt([adm("lend2-low", "lend2", 10, -1)], incoming("lend1", 0, cpu=9))
+    assert victims == {} and pending == ["in"]
+
+
+# ------------------------------------------------------------------ flavor fungibility
+def fungibility_docs(prefix: str, preference: str) -> list[Q]:
+    return [
+        flavor("on-demand"),
+        flavor("spot"),
+        cq(
+            f"{prefix}-cq",
+            rg(fq("on-demand", cpu=(5, 0)), fq("spot", cpu=(0, 5))),
+            cohort=f"{prefix}-cohort",
+            preemption=pre("LowerPriority"),
+            flavorFungibility={
+                "whenCanBorrow": "TryNextFlavor",
+                "whenCanPreempt": "TryNextFlavor",
+                "preference": preference,
+            },
+        ),
+        cq(
+            f"{prefix}-lender",
+            rg(fq("on-demand", cpu=0), fq("spot", cpu=5)),
+            cohort=f"{prefix}-cohort",
+        ),
+    ]
+
+
+def test_preemption_over_borrowing_preference() -> None:
+    """TestSchedule "PreemptionOverBorrowing preference: preempt in first flavor instead of
+    borrowing in second" (kueue@ff69552e, pkg/scheduler/scheduler_test.go)"""
+    out = run(
+        fungibility_docs("pob", "PreemptionOverBorrowing"),
+        [wl("low-pob", "pob-cq", ps(1, cpu=5, flavors={"cpu": "on-demand"}), priority=-1)],
+        [wl("high-pob", "pob-cq", ps(1, cpu=5))],
+    )
+    assert out == {
+        "admitted": {},
+        "preempted": {"low-pob": "InClusterQueue"},
+        "pending": ["high-pob", "low-pob"],
+    }
+
+
+def test_borrowing_over_preemption_preference() -> None:
+    """TestSchedule "BorrowingOverPreemption preference: borrow in second flavor instead of
+    preempting in first" (kueue@ff69552e, pkg/scheduler/scheduler_test.go)"""
+    out = run(
+        fungibility_docs("bop", "BorrowingOverPreemption"),
+        [wl("low-bop", "bop-cq", ps(1, cpu=5, flavors={"cpu": "on-demand"}), priority=-1)],
+        [wl("high-bop", "bop-cq", ps(1, cpu=5))],
+    )
+    assert out == {
+        "admitted": {"high-bop": {"main": {"cpu": "spot"}}},
+        "preempted": {},
+        "pending": [],
+    }
+
+
+def test_second_flavor_when_first_has_no_candidates_may_stop_search() -> None:
+    """TestSchedule "use second flavor when the first has no preemption candidates;
+    WhenCanPreempt: MayStopSearch" (kueue@ff69552e, pkg/scheduler/scheduler_test.go)"""
+    docs = [
+        flavor("on-demand"),
+        flavor("spot"),
+        cq(
+            "other-alpha",
+            rg(fq("on-demand", cpu=(50, 50)), fq("spot", cpu=(100, 0))),
+            preemption=pre("LowerPriority"),
+            flavorFungibility={"whenCanPreempt": "MayStopSearch"},
+        ),
+    ]
+    out = run(
+        docs,
+        [wl("admitted", "other-alpha", ps(1, cpu=50, flavors={"cpu": "on-demand"}))],
+        [wl("new", "other-alpha", ps(1, cpu=20))],
+    )
+    assert out["admitted"] == {"new": {"main": {"cpu": "spot"}}}
+
+
+def test_preempting_locally_borrowing_other_resources_without_cohort_candidates() -> None:
+    """TestPreemption "preempting locally and borrowing other resources in cohort, without
+    cohort candidates" (kueue@ff69552e, pkg/scheduler/preemption/preemption_test.go)"""
+    victims, _ = preempt(
+        [adm("c1-low", "c1", 4, -1), adm("c2-low-1", "c2", 4, -1), adm("c2-high-2", "c2", 4, 1)],
+        incoming("c1", 1, cpu=4, memory="5Gi"),
+    )
+    assert victims == {"c1-low": "InClusterQueue"}
+
+
+def test_preempting_locally_borrowing_other_resources_with_cohort_candidates() -> None:
+    """TestPreemption "preempting locally and borrowing other resources in cohort, with cohort
+    candidates" (kueue@ff69552e, pkg/scheduler/preemption/preemption_test.go)"""
+    victims, _ = preempt(
+        [
+            adm("c1-med", "c1", 4, 0),
+            adm("c2-low-1", "c2", 5, -1),
+            adm("c2-low-2", "c2", 1, -1),
+            adm("c2-low-3", "c2", 1, -1),
+        ],
+        incoming("c1", 1, cpu=2, memory="5Gi"),
+    )
+    assert victims == {"c1-med": "InClusterQueue"}
