@@ -864,3 +864,63 @@ def test_preempting_locally_borrowing_other_resources_with_cohort_candidates() -
         incoming("c1", 1, cpu=2, memory="5Gi"),
     )
     assert victims == {"c1-med": "InClusterQueue"}
+
+
+def test_hierarchical_cohort_workload_borrowing_less_scheduled_first() -> None:
+    """TestSchedule "in a hierarchical cohort, workload borrowing less is scheduled first":
+    ``guaranteed`` borrows from its own cohort (level 1), ``best-effort`` from the root
+    (level 2), so the lower-priority one goes first (kueue@ff69552e, scheduler_test.go)"""
+    docs = [
+        flavor("default"),
+        cohort("root"),
+        cohort("guaranteed", "root", rg(fq("default", cpu=4))),
+        cq("guaranteed", rg(fq("default", cpu=0)), cohort="guaranteed"),
+        cq("best-effort", rg(fq("default", cpu=0)), cohort="root"),
+    ]
+    out = run(
+        docs,
+        [],
+        [
+            wl("guaranteed", "guaranteed", ps(1, "one", cpu=4), priority=0),
+            wl("best-effort", "best-effort", ps(1, "one", cpu=4), priority=3),
+        ],
+    )
+    assert out == {
+        "admitted": {"guaranteed": {"one": {"cpu": "default"}}},
+        "preempted": {},
+        "pending": ["best-effort"],
+    }
+
+
+def test_hierarchical_fair_sharing_tournament() -> None:
+    """TestScheduleForFairSharing "hierarchical fair sharing schedule workload which wins
+    tournament": d1 wins in B, f1 in C, and B's share with d1 is below C's with f1
+    (kueue@ff69552e, pkg/scheduler/scheduler_fs_test.go)"""
+    docs = [
+        flavor("on-demand"),
+        cohort("A", None, rg(fq("on-demand", cpu=200))),
+        cohort("B", "A"),
+        cohort("C", "A"),
+    ]
+    docs += [
+        cq(q, rg(fq("on-demand", cpu=0)), cohort=co)
+        for q, co in (("d", "B"), ("e", "B"), ("f", "C"), ("g", "C"))
+    ]
+    od = {"cpu": "on-demand"}
+    out = run(
+        docs,
+        [
+            wl("d0", "d", ps(1, "one", cpu=10, flavors=od)),
+            wl("e0", "e", ps(1, "one", cpu=20, flavors=od)),
+            wl("g0", "g", ps(1, "one", cpu=100, flavors=od)),
+        ],
+        [
+            wl("d1", "d", ps(1, "one", cpu=70)),
+            wl("e1", "e", ps(1, "one", cpu=61)),
+            wl("f1", "f", ps(1, "one", cpu=1)),
+            wl("g1", "g", ps(1, "one", cpu=1)),
+        ],
+        fair=True,
+    )
+    assert out["admitted"] == {"d1": {"one": {"cpu": "on-demand"}}}
+    assert out["pending"] == ["e1", "f1", "g1"]
