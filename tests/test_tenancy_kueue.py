@@ -924,3 +924,30 @@ def test_hierarchical_fair_sharing_tournament() -> None:
     )
     assert out["admitted"] == {"d1": {"one": {"cpu": "on-demand"}}}
     assert out["pending"] == ["e1", "f1", "g1"]
+
+
+def test_victims_shared_by_two_preemptors_are_removed_once() -> None:
+    """Two heads of one cohort whose victims overlap: the second is recomputed with the first's
+    victims gone (RecomputeAssignmentUponPreemptionTargetsOverlap) and waits; the shared victim
+    is counted once (``fits``: ``MergeWithTargets``) (kueue@ff69552e, pkg/scheduler/scheduler.go
+    processEntry, updateAssignmentIfNeeded)"""
+    docs = [
+        flavor("default"),
+        cq("a", rg(fq("default", cpu=4)), cohort="co", preemption=pre("Never", "Any")),
+        cq("b", rg(fq("default", cpu=4)), cohort="co", preemption=pre("Never", "Any")),
+        cq("c", rg(fq("default", cpu=0)), cohort="co"),
+    ]
+    out = run(
+        docs,
+        [wl("borrower", "c", ps(1, cpu=8, flavors={"cpu": "default"}), admitted_at=0)],
+        [wl("wa", "a", ps(1, cpu=4)), wl("wb", "b", ps(1, cpu=4))],
+    )
+    assert out["preempted"] == {"borrower": "InCohortReclamation"}
+    assert out["admitted"] == {}
+    out = run(
+        docs,
+        [wl("borrower", "c", ps(1, cpu=8, flavors={"cpu": "default"}), admitted_at=0)],
+        [wl("wa", "a", ps(1, cpu=4)), wl("wb", "b", ps(1, cpu=4))],
+        until_stable=True,
+    )
+    assert set(out["admitted"]) == {"wa", "wb"} and out["pending"] == ["borrower"]

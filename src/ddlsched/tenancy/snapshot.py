@@ -100,8 +100,9 @@ class Snap:
         self.remove_usage(info.cq, info.usage)
 
     def fits(self, cq: str, usage: dict[FR, int], removed: Iterable[Info]) -> bool:
-        """``fits`` (scheduler.go): with ``removed`` gone, does ``usage`` fit (``Fits``)?"""
-        removed = list(removed)
+        """``fits`` (scheduler.go): with ``removed`` gone (each once: ``MergeWithTargets``),
+        does ``usage`` fit (``Fits``)?"""
+        removed = list({info.name: info for info in removed}.values())
         for info in removed:
             self.remove_usage(info.cq, info.usage)
         node = self.nodes[cq]
