@@ -5,7 +5,8 @@ Bottom to top::
     0  errors, parsing, paths, progress, parallel, live (the job-side client ``live/__init__``)
     1  perf
     2  core
-    2  … and live.launchers (base, cgroup, proc, local, ray: the cluster layer)
+    2  … and live.launchers (base, cgroup, proc, local, ray: the cluster layer), tenancy
+       (Kueue's quotas)
     3  policies, planning, workloads, live.jobfile, live.service.store
     4  api, backends, policy, settings, settings_scope, live.executor, live.backend,
        live.profile, live.run, the service's modules (live.service: server, engine, httpapi,
@@ -50,6 +51,7 @@ LAYERS: dict[str, int] = {
     # every other ddlsched.live.NAME module needs its own "live.NAME" row (longest prefix wins)
     "perf": 1,
     "core": 2,
+    "tenancy": 2,  # Kueue's quota model and scheduling cycle: errors and parsing only
     "policies": 3,
     "planning": 3,
     "workloads": 3,

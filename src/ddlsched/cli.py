@@ -625,6 +625,18 @@ def cmd_trace_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_queues_decide(args: argparse.Namespace) -> int:
+    import json
+
+    from .tenancy import decide, load_queues, load_snapshot
+
+    config = load_queues(args.queues)
+    snapshot = load_snapshot(args.workloads, config)
+    decision = decide(config, snapshot, until_stable=args.until_stable)
+    print(json.dumps(decision.to_json(), indent=2, sort_keys=True))
+    return 0
+
+
 class UsageError(Exception):
     """A command line argparse refuses (unknown option, malformed value); :func:`main` prints
     it as one ``ddlsched: error:`` line and exits 2, like any other input error."""
@@ -905,6 +917,33 @@ def build_parser() -> argparse.ArgumentParser:
     cv.add_argument("--out", required=True, help="output file: .csv, or .parquet/.pq")
     _add_trace_options(cv, standalone=True)
     cv.set_defaults(func=cmd_trace_convert)
+
+    qu = sub.add_parser("queues", help="multi-tenant quotas: one Kueue scheduling cycle (decide)")
+    qus = qu.add_subparsers(dest="queues_command", required=True, metavar="SUBCOMMAND")
+    qd = qus.add_parser(
+        "decide",
+        help="what one Kueue scheduling cycle does to a snapshot (JSON on stdout)",
+        description="Print, as JSON, the workloads one Kueue scheduling cycle admits (with "
+        "their flavors), preempts (with Kueue's reason) and leaves pending. docs/tenancy.md.",
+    )
+    qd.add_argument(
+        "--queues",
+        required=True,
+        metavar="FILE",
+        help="Kueue manifests (multi-document YAML) or the native .toml form",
+    )
+    qd.add_argument(
+        "--workloads",
+        required=True,
+        metavar="FILE",
+        help="the snapshot: 'admitted' and 'pending' workloads (YAML or .toml)",
+    )
+    qd.add_argument(
+        "--until-stable",
+        action="store_true",
+        help="repeat cycles (nothing finishes) until one changes nothing",
+    )
+    qd.set_defaults(func=cmd_queues_decide)
 
     ls = sub.add_parser("list", help="show policies, placements, gates, presets, experiments")
     ls.add_argument(
