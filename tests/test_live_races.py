@@ -7,7 +7,9 @@ the issue names, on plain subprocesses (``ddlsched live --local`` and ``ddlsched
 - a job that crashes while it stops is stopped (preempted), not counted as a failure;
 - a job that reports ``done=True`` when asked to stop is finished, never restarted;
 - a cancel of a job that finishes its work meanwhile records it finished and the service goes
-  on (item 2: it used to exit with "cannot finish job 2: it is cancelled").
+  on (item 2: it used to exit with "cannot finish job 2: it is cancelled");
+- a cancel during a launch (the process runs, its first report has not come) ends the process,
+  records the job cancelled once, never starts it again, and its GPUs go to the next job.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ ck = os.path.join(live.checkpoint_dir(), "step")
 raw = live.load_checkpoint(ck)
 step = int(raw) if raw else 0
 print(f"attempt {live.attempt()} starts at step {step}", flush=True)
+if mode == "slow-start":  # a long start-up (imports, data): runs, reports nothing for a while
+    time.sleep(steps * dt)
 if mode == "ignore":  # reports once, then works without ever looking at should_stop
     live.report(step=step)
     time.sleep(steps * dt)
@@ -205,3 +209,31 @@ def test_a_cancel_that_meets_a_finished_job_records_it_finished_and_serves_on(ho
     assert svc.wait_ended([again], timeout=30)[again]["state"] == "finished"
     assert svc.proc is not None and svc.proc.poll() is None
     assert ENDED
+
+
+def test_a_cancel_during_a_launch_ends_it_once_and_frees_its_gpus(home) -> None:  # noqa: F811
+    path, tag, _ = home
+    (path / "race.py").write_text(JOB)
+    svc = serve(home)
+    # its start-up takes 60 s: the cancel comes while the launch is under way
+    (job_id,) = svc.submit(
+        {"command": [sys.executable, "race.py", "slow-start", "1", "60", tag], "gpus": 1}
+    )
+    attempt = path / "state" / "jobs" / str(job_id) / "attempt-0"
+    deadline = time.monotonic() + 30
+    while "attempt 0 starts" not in "".join(p.read_text() for p in attempt.glob("*.log")):
+        assert time.monotonic() < deadline, svc.jobs()[job_id]
+        time.sleep(0.1)
+    assert not list(attempt.glob("progress.*.jsonl"))  # not reported yet: still launching
+    status, doc = svc.call("DELETE", f"/jobs/{job_id}")
+    assert status == 200, doc
+    assert svc.wait_ended([job_id], timeout=30)[job_id]["state"] == "cancelled"
+    # the next job needs every GPU of the cluster, the cancelled job's one included
+    whole = {"command": [sys.executable, "race.py", "steps", "2", "0.05", tag], "gpus": 8}
+    (after,) = svc.submit(whole)
+    assert svc.wait_ended([after], timeout=30)[after]["state"] == "finished"
+    assert tagged_left(f"slow-start 1 60 {tag}", timeout=5) == []
+    events = [e["event"] for e in svc.call("GET", f"/jobs/{job_id}")[1]["events"]]
+    assert events.count("cancel") == 1 and "finish" not in events, events
+    assert len(list(attempt.parent.glob("attempt-*"))) == 1, "started again after its cancel"
+    assert svc.proc is not None and svc.proc.poll() is None
