@@ -543,3 +543,28 @@ def test_status_page_in_chromium_shows_the_real_service(home) -> None:
     assert len(colours) > 20
     assert svc.call("DELETE", f"/jobs/{big}")[0] == 200
     assert svc.drain() == 0
+
+
+def test_the_status_page_link_printed_at_start_opens_in_chromium(home) -> None:
+    """With the default token (generated into the state directory), the link ``serve``
+    prints at start carries it, and that very link shows the page and its refresh in
+    Chromium; the same address without the token is refused."""
+    from test_live_page import CHROMIUM, REQUIRED, chromium, rows
+
+    if CHROMIUM is None and not REQUIRED:
+        pytest.skip("Chromium not installed (see test_report_browser)")
+    path, tag, _ = home
+    svc = serve(home)
+    deadline = time.monotonic() + 10
+    while not (links := re.findall(r"status page (\S+)", svc.log.read_text())):
+        assert time.monotonic() < deadline, svc.log.read_text()
+        time.sleep(0.1)
+    (link,) = links
+    assert link == f"{svc.url}/?token={svc.token}"
+    (done,) = svc.submit(job(tag, steps=2, gpus=1))
+    svc.wait_ended([done])
+    dom = chromium(path / "profile", "--virtual-time-budget=4000", "--dump-dom", link)
+    assert rows(dom, "finished") == [str(done)]
+    assert re.search(r'id="conn"[^>]*hidden', dom)  # the refresh with the link's token worked
+    refused = chromium(path / "profile2", "--virtual-time-budget=2000", "--dump-dom", svc.url + "/")
+    assert 'id="finished"' not in refused and "missing or wrong token" in refused
