@@ -203,3 +203,42 @@ def test_sweep_on_ray_sigterm_shuts_its_private_ray_down(tmp_path: Path) -> None
     else:
         check_stopped(status, err, signal.SIGTERM)
         assert not (out / "summary.csv").exists()
+
+
+RAY_INIT_HANDLERS = """
+import ctypes, signal
+import ray
+from ddlsched.parallel import keep_signals_through_ray_init
+
+class SigAction(ctypes.Structure):  # glibc's struct sigaction (x86-64, aarch64)
+    _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_ulong * 16),
+                ("flags", ctypes.c_int), ("restorer", ctypes.c_void_p)]
+
+libc = ctypes.CDLL(None)
+
+def c_handler(sig):
+    sa = SigAction()
+    assert libc.sigaction(sig, None, ctypes.byref(sa)) == 0
+    return sa.handler
+
+signal.signal(signal.SIGUSR2, lambda *a: None)
+python = c_handler(signal.SIGUSR2)  # CPython's one C handler behind every Python handler
+with keep_signals_through_ray_init():
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+    during = c_handler(signal.SIGTERM)  # before the Python handlers are put back
+ray.shutdown()
+print("python" if during == python else "other")
+"""
+
+
+def test_ray_init_leaves_no_crash_handler_on_sigterm(tmp_path: Path) -> None:
+    """Inside ``ray.init``'s window, a SIGTERM reaches Python's handler, not Ray's C-level
+    crash handler (absl's: it aborted a sweep SIGTERMed while Ray started, exit −6)."""
+    pytest.importorskip("ray")
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
+    r = subprocess.run(
+        [sys.executable, "-c", RAY_INIT_HANDLERS], capture_output=True, text=True,
+        timeout=120, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split()[-1] == "python", r.stdout

@@ -42,6 +42,7 @@ from .config import (
 )
 from .core.results import SUMMARY_KEYS, SimResult, atomic_write_text, csv_text
 from .errors import InputError, suggest
+from .parallel import keep_signals_through_ray_init
 from .paths import path_exists
 from .settings import SECTION_OF, SECTIONS, flatten
 
@@ -624,20 +625,18 @@ def _ray_map(
         ) from None
     started = False
     if not ray.is_initialized():
-        keep = _sigterm_handler()
         try:
-            if address == "local":
-                ray.init(
-                    num_cpus=workers or os.cpu_count() or 1,
-                    include_dashboard=False,
-                    log_to_driver=False,
-                )
-            else:
-                ray.init(address=address, log_to_driver=False)
+            with keep_signals_through_ray_init():
+                if address == "local":
+                    ray.init(
+                        num_cpus=workers or os.cpu_count() or 1,
+                        include_dashboard=False,
+                        log_to_driver=False,
+                    )
+                else:
+                    ray.init(address=address, log_to_driver=False)
         except (ConnectionError, ValueError, RuntimeError) as e:
             raise InputError(f"cannot start or reach Ray: {e}", field="--ray-address") from None
-        finally:
-            keep()  # ray.init installs its own SIGTERM handler (exit 1, a multi-line report)
         started = True
     try:
         task = ray.remote(num_cpus=1)(execute_record)
@@ -665,19 +664,6 @@ def _ray_map(
     finally:
         if started:
             ray.shutdown()
-
-
-def _sigterm_handler() -> Callable[[], None]:
-    """A function that puts back the current SIGTERM handler (a no-op off the main thread)."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    handler = signal.getsignal(signal.SIGTERM)
-    if handler is None:
-        return lambda: None
-    return lambda: signal.signal(signal.SIGTERM, handler)
 
 
 # ---------------------------------------------------------------------- aggregating

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ...core.cluster import Cluster, Server
+from ...parallel import keep_signals_through_ray_init
 from . import cgroup
 from .base import (
     LOST,
@@ -242,7 +242,7 @@ class RayLauncher(LauncherBase):
         if ray.is_initialized():
             raise LaunchError("Ray is already running in this process; use RayLauncher.connect")
         resources = {RESOURCE.format(i): float(s.num_gpus) for i, s in enumerate(cluster.servers)}
-        with _keep_signal_handlers():
+        with keep_signals_through_ray_init():
             try:
                 ray.init(
                     num_cpus=num_cpus,
@@ -287,7 +287,7 @@ class RayLauncher(LauncherBase):
 
         started = not ray.is_initialized()
         if started:
-            with _keep_signal_handlers():
+            with keep_signals_through_ray_init():
                 try:
                     ray.init(address=address, log_to_driver=False, configure_logging=False)
                 except (ConnectionError, ValueError, RuntimeError) as e:
@@ -689,20 +689,3 @@ def _killpg(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-class _keep_signal_handlers:
-    """Put back Python's SIGINT and SIGTERM handlers after ``ray.init`` (which installs its own
-    SIGTERM handler); a no-op off the main thread."""
-
-    def __enter__(self) -> None:
-        self._saved: dict[int, Any] = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                handler = signal.getsignal(sig)
-                if handler is not None:
-                    self._saved[sig] = handler
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self._saved.items():
-            signal.signal(sig, handler)
