@@ -436,3 +436,18 @@ def test_building_the_parser_imports_no_service_or_engine_module() -> None:
     for heavy in ("ddlsched.live.service.server", "ddlsched.live.service.remote", "ddlsched.core.simulator",
                   "ddlsched.api", "ddlsched.settings"):  # fmt: skip
         assert heavy not in loaded, heavy
+
+
+def test_python_dash_m_ddlsched_is_the_cli(tmp_path: Path) -> None:
+    """``python -m ddlsched`` runs the same program as ``ddlsched`` (it failed: no
+    ``__main__``)."""
+    import os
+
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
+    r = subprocess.run([sys.executable, "-m", "ddlsched", "list"], capture_output=True,
+                       text=True, timeout=60, cwd=tmp_path, env=env)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "fifo" in r.stdout
+    bad = subprocess.run([sys.executable, "-m", "ddlsched", "run", "--policy"],
+                         capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env)  # fmt: skip
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr

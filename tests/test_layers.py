@@ -92,6 +92,7 @@ LAYERS: dict[str, int] = {
     "replay": 5,
     "cli": 6,
     "warmup": 6,  # python -m ddlsched.warmup: a set-up entry point, like the CLI
+    "__main__": 6,  # python -m ddlsched: the CLI
 }
 
 
