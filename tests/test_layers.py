@@ -2,10 +2,10 @@
 
 Bottom to top::
 
-    0  errors, parsing, paths, progress, parallel, live (the job-side client ``live/__init__``)
+    0  errors, parsing, paths, progress, parallel, processes, live (the job-side client ``live/__init__``)
     1  perf
     2  core
-    2  … and live.launchers (base, cgroup, proc, local, ray: the cluster layer), tenancy
+    2  … and live.launchers (base, cgroup, local, ray: the cluster layer), tenancy
        (Kueue's quotas)
     3  policies, planning, workloads, live.jobfile, live.service.store
     4  api, backends, policy, settings, settings_scope, live.executor, live.backend,
@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "paths": 0,
     "progress": 0,
     "parallel": 0,
+    "processes": 0,
     "live": 0,  # ddlsched/live/__init__.py: the job-side client, standard library only;
     # every other ddlsched.live.NAME module needs its own "live.NAME" row (longest prefix wins)
     "perf": 1,
@@ -68,7 +69,6 @@ LAYERS: dict[str, int] = {
     "live.launchers": 2,  # the cluster layer: processes, local and Ray launchers
     "live.launchers.base": 2,
     "live.launchers.cgroup": 2,
-    "live.launchers.proc": 2,
     "live.launchers.local": 2,
     "live.launchers.ray": 2,
     "live.executor": 4,

@@ -208,7 +208,7 @@ def test_sweep_on_ray_sigterm_shuts_its_private_ray_down(tmp_path: Path) -> None
 RAY_INIT_HANDLERS = """
 import ctypes, signal
 import ray
-from ddlsched.parallel import keep_signals_through_ray_init
+from ddlsched.processes import keep_signals_through_ray_init
 
 class SigAction(ctypes.Structure):  # glibc's struct sigaction (x86-64, aarch64)
     _fields_ = [("handler", ctypes.c_void_p), ("mask", ctypes.c_ulong * 16),
@@ -221,19 +221,22 @@ def c_handler(sig):
     assert libc.sigaction(sig, None, ctypes.byref(sa)) == 0
     return sa.handler
 
-signal.signal(signal.SIGUSR2, lambda *a: None)
-python = c_handler(signal.SIGUSR2)  # CPython's one C handler behind every Python handler
+ddlsched_handler = lambda *a: None  # noqa: E731 - as ddlsched's CLI has one
+signal.signal(signal.SIGTERM, ddlsched_handler)
+python = c_handler(signal.SIGTERM)  # CPython's one C handler behind every Python handler
 with keep_signals_through_ray_init():
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
     during = c_handler(signal.SIGTERM)  # before the Python handlers are put back
+    mine = signal.getsignal(signal.SIGTERM)
 ray.shutdown()
-print("python" if during == python else "other")
+print("python" if during == python else "other", "mine" if mine is ddlsched_handler else "ray's")
 """
 
 
 def test_ray_init_leaves_no_crash_handler_on_sigterm(tmp_path: Path) -> None:
-    """Inside ``ray.init``'s window, a SIGTERM reaches Python's handler, not Ray's C-level
-    crash handler (absl's: it aborted a sweep SIGTERMed while Ray started, exit −6)."""
+    """Inside ``ray.init``'s window a SIGTERM reaches ddlsched's own Python handler: neither
+    Ray's C-level crash handler (absl's: it aborted a sweep SIGTERMed while Ray started, exit
+    −6) nor Ray's Python one (``sys.exit(15)``: exit 15)."""
     pytest.importorskip("ray")
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
     r = subprocess.run(
@@ -241,4 +244,39 @@ def test_ray_init_leaves_no_crash_handler_on_sigterm(tmp_path: Path) -> None:
         timeout=120, cwd=tmp_path, env=env,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
-    assert r.stdout.split()[-1] == "python", r.stdout
+    assert r.stdout.split()[-2:] == ["python", "mine"], r.stdout
+
+
+def test_sweep_sigterm_while_ray_starts_ends_cleanly_and_leaves_no_ray(tmp_path: Path) -> None:
+    """SIGTERM as soon as Ray's first process appears (``ray.init`` under way): exit 143 with
+    one line, and every process Ray started is gone (it was exit 15 from Ray's own handler,
+    exit −6 from its crash handler, and agents outliving an interrupted start)."""
+    pytest.importorskip("ray")
+    (tmp_path / "sweep.toml").write_text(SWEEP)
+    argv = ["sweep", "--config", "sweep.toml", "--out", "s", "--quiet", "--workers", "2",
+            "--ray-address", "local"]  # fmt: skip
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    p = subprocess.Popen([sys.executable, "-m", "ddlsched.cli", *argv], cwd=tmp_path, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)  # fmt: skip
+    procs: set[int] = set()
+    try:
+        deadline = time.monotonic() + 60
+        while not procs and p.poll() is None and time.monotonic() < deadline:
+            procs = descendants(p.pid)
+            time.sleep(0.02)
+        assert procs, "Ray never started"
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=120)
+        end = time.monotonic() + 30
+        while any(alive(w) for w in procs) and time.monotonic() < end:
+            time.sleep(0.1)
+        assert not [w for w in procs if alive(w)], "Ray processes outlived the sweep"
+        check_stopped(p.returncode, err, signal.SIGTERM)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait(timeout=30)
+        for w in procs:
+            if alive(w):
+                os.kill(w, signal.SIGKILL)

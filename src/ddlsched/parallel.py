@@ -70,34 +70,3 @@ def map_in_processes(fn, items, workers, progress, on_result=None, cost=None):
     finally:
         pool.join()
     return results
-
-
-class keep_signals_through_ray_init:
-    """``with keep_signals_through_ray_init(): ray.init(...)``: this process's SIGINT and
-    SIGTERM stay ddlsched's. ``ray.init`` installs a Python SIGTERM handler of its own (exit 1
-    and a multi-line report), put back here afterwards, and — during its start, for good —
-    a C-level crash handler (absl's failure signal handler) that takes SIGTERM too: a SIGTERM
-    then aborted the process with a stack dump (exit −6) instead of the clean stop (exit
-    143). That one is switched off for this process (``RAY_DISABLE_FAILURE_SIGNAL_HANDLER``,
-    read when Ray starts its core worker); Ray's own processes keep theirs. Off the main
-    thread only the crash handler is switched off (Python handlers are the main thread's)."""
-
-    def __enter__(self) -> None:
-        import threading
-
-        try:  # a private Ray constant: where a Ray release drops it, nothing changes
-            from ray._private import ray_constants
-
-            ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = True
-        except (ImportError, AttributeError):
-            pass
-        self._saved: dict[int, object] = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                handler = signal.getsignal(sig)
-                if handler is not None:
-                    self._saved[sig] = handler
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self._saved.items():
-            signal.signal(sig, handler)  # type: ignore[arg-type]

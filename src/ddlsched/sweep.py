@@ -42,8 +42,8 @@ from .config import (
 )
 from .core.results import SUMMARY_KEYS, SimResult, atomic_write_text, csv_text
 from .errors import InputError, suggest
-from .parallel import keep_signals_through_ray_init
 from .paths import path_exists
+from .processes import descendants, end_ray_started_since, keep_signals_through_ray_init
 from .settings import SECTION_OF, SECTIONS, flatten
 
 SWEEP_KEYS = ("policies", "seeds", "grid", "out", "workers", "ray_address", "max_runs")
@@ -624,6 +624,7 @@ def _ray_map(
             "Ray is not installed; pip install 'ddlsched[ray]'", field="--ray-address"
         ) from None
     started = False
+    before = set(descendants(os.getpid()))
     if not ray.is_initialized():
         try:
             with keep_signals_through_ray_init():
@@ -662,8 +663,8 @@ def _ray_map(
                 ray.cancel(ref, force=True)
             raise
     finally:
-        if started:
-            ray.shutdown()
+        if started:  # Ray's agents may outlive ray.shutdown(): ended by pid and start time
+            end_ray_started_since(before)
 
 
 # ---------------------------------------------------------------------- aggregating

@@ -82,6 +82,7 @@ class LiveProfileExecutor(ProfileExecutor):
                     job.job_id,
                     placement=list(r.placement),
                     local_batch=r.cfg.a,
+                    iteration_s=step,
                     step_s=recorded[0],
                     sync_s=recorded[1],
                     profile_step_s=profile_step,

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Protocol, Self
 
 from ...core.cluster import Cluster
+from ...processes import process_start_time
 from . import cgroup
-from .proc import process_start_time
 
 #: exit code reported for a worker whose host went away (Ray node or actor died) before it exited
 LOST = -1000
@@ -302,35 +302,6 @@ def end_process_group(pid: int, start_time: int, grace: float) -> bool:
                 return True
             time.sleep(0.05)
     return True
-
-
-def descendants(pid: int, session: int | None = None) -> list[tuple[int, int]]:
-    """Every living descendant of process ``pid`` of this machine (children, their children …)
-    as ``(pid, start time)``, from ``/proc``; [] where there is no ``/proc``. With ``session``,
-    only those of that session (jobs' workers start sessions of their own)."""
-    children: dict[int, list[int]] = {}
-    sessions: dict[int, int] = {}
-    try:
-        entries = [e for e in os.listdir("/proc") if e.isdigit()]
-    except OSError:
-        return []
-    for entry in entries:
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read().decode("ascii", "replace")
-            fields = stat[stat.rindex(")") + 2 :].split()
-            parent, sessions[int(entry)] = int(fields[1]), int(fields[3])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(parent, []).append(int(entry))
-    out, todo = [], list(children.get(pid, []))
-    while todo:
-        child = todo.pop()
-        start = process_start_time(child)
-        if start and (session is None or sessions.get(child) == session):
-            out.append((child, start))
-        todo.extend(children.get(child, []))
-    return sorted(out)
 
 
 def _check_command(command: Sequence[str], env: Mapping[str, str], cwd: str) -> None:

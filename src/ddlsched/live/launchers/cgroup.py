@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from .proc import process_start_time
+from ...processes import process_start_time
 
 #: ``off`` (or ``0``, ``no``, ``false``): no cgroups, the token and subreaper fallback only;
 #: anything else (or unset): cgroups where they work

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.cluster import Cluster, Server
-from ...parallel import keep_signals_through_ray_init
+from ...processes import keep_signals_through_ray_init
 from . import cgroup
 from .base import (
     LOST,

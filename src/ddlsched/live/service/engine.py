@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 from ...core.job import JobSpec
 from ...core.realtime import RealtimeSimulator
 from ...core.state import DONE, JobState
+from ...processes import process_start_time
 from ..backend import LiveBackend
 from ..executor import CANCEL, HUNG, PREEMPT, RUNNING, LiveExecutor, LiveRun  # noqa: F401
 from ..launchers.base import end_process_group
-from ..launchers.proc import process_start_time
 from .store import JobStore, StateError, StoredJob
 
 if TYPE_CHECKING:  # pragma: no cover

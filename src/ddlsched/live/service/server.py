@@ -27,11 +27,11 @@ from typing import IO, Any
 from ... import __version__
 from ...core.cluster import Cluster
 from ...errors import InputError
+from ...processes import descendants, process_start_time
 from ...settings import Settings
 from ..executor import EventLog
 from ..launchers import cgroup
-from ..launchers.base import descendants, end_process_group
-from ..launchers.proc import process_start_time
+from ..launchers.base import end_process_group
 from ..run import check_fits, make_launcher, resolve_launcher, to_specs
 from .endpoints import DEFAULT_LISTEN, TOKEN_FILE, runtime_file
 from .engine import ServiceBackend, ServiceExecutor, ServiceSimulator
