@@ -436,17 +436,24 @@ def load_yaml(text: str, source: str) -> Any:
     :data:`MAX_DEPTH`."""
     try:
         data = yaml.load(text, Loader=StrictYamlLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as e:
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError) as e:
+        raise yaml_input_error(e, source) from None
+    check_depth(data, source, "YAML")
+    return data
+
+
+def yaml_input_error(e: BaseException, source: str) -> InputError:
+    """The one-line ``InputError`` for what :class:`StrictYamlLoader` raised on ``source``: a
+    YAML error (with its line), a ``RecursionError`` (nesting too deep), or a constructor's
+    own ``ValueError``/``TypeError`` (e.g. a bad ``!!timestamp``)."""
+    if isinstance(e, yaml.YAMLError):
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         line = mark.line + 1 if mark is not None else None
-        raise InputError(f"invalid YAML: {problem}", source=source, line=line) from None
-    except RecursionError:
-        raise too_deep(source, "YAML") from None
-    except (ValueError, TypeError) as e:  # a constructor's own check (e.g. a bad !!timestamp)
-        raise InputError(f"invalid YAML: {e}", source=source) from None
-    check_depth(data, source, "YAML")
-    return data
+        return InputError(f"invalid YAML: {problem}", source=source, line=line)
+    if isinstance(e, RecursionError):
+        return too_deep(source, "YAML")
+    return InputError(f"invalid YAML: {e}", source=source)
 
 
 # ---------------------------------------------------------------------------------- CSV

@@ -541,18 +541,7 @@ def replay(
         return _replay_profile(cfg, live, cluster_name, cluster, settings, progress), live
     settings = replay_settings(live, live.jobs, cfg.policy, cfg.settings)
     seed = cfg.seed if cfg.seed is not None else _seed(live)
-    record: dict[str, object] = {
-        "mode": "replay",
-        "version": __version__,
-        "live": str(live.path.resolve()),
-        "live_run_id": live.summary.get("run_id"),
-        "live_policy": live.policy,
-        "cluster": cluster_name,
-        "workload": REPLAY_FILE,
-        "policy": cfg.policy,
-        "seed": seed,
-        "settings": settings.sectioned(),
-    }
+    record = _record(cfg, live, cluster_name, REPLAY_FILE, seed, settings)
     with output_dir(cfg.out, may_replace=same_config_rule(record), overwrite=cfg.overwrite) as d:
         write_generic(live.jobs, d / REPLAY_FILE)
         jobs = read_replay_jobs(d / REPLAY_FILE)  # what runs is what the file says
@@ -581,19 +570,8 @@ def _replay_profile(
     poll = live_poll_interval(live)
     if "poll_interval" in cfg.settings:  # --set poll_interval=…: checked as a setting
         poll = Settings.from_mapping({"poll_interval": cfg.settings["poll_interval"]}).poll_interval
-    record: dict[str, object] = {
-        "mode": "replay",
-        "version": __version__,
-        "live": str(live.path.resolve()),
-        "live_run_id": live.summary.get("run_id"),
-        "live_policy": live.policy,
-        "cluster": cluster_name,
-        "workload": PROFILE_REPLAY_FILE,
-        "policy": cfg.policy,
-        "seed": seed,
-        "poll_interval": poll,
-        "settings": settings.sectioned(),
-    }
+    record = {**_record(cfg, live, cluster_name, PROFILE_REPLAY_FILE, seed, settings),
+              "poll_interval": poll}  # fmt: skip
     with output_dir(cfg.out, may_replace=same_config_rule(record), overwrite=cfg.overwrite) as d:
         write_profile_jobs(live.profile, d / PROFILE_REPLAY_FILE)
         calibrated = read_profile_jobs(d / PROFILE_REPLAY_FILE)  # what runs is what it says
@@ -612,6 +590,29 @@ def _replay_profile(
         record["resolved"] = res.resolved
         write_result_files(res, d, config=record)
     return res
+
+
+def _record(
+    cfg: ReplayConfig,
+    live: LiveMeasurements,
+    cluster_name: str,
+    workload: str,
+    seed: int,
+    settings: Settings,
+) -> dict[str, object]:
+    """config.json of a replay (``mode = "replay"``; docs/live.md, "Replay")."""
+    return {
+        "mode": "replay",
+        "version": __version__,
+        "live": str(live.path.resolve()),
+        "live_run_id": live.summary.get("run_id"),
+        "live_policy": live.policy,
+        "cluster": cluster_name,
+        "workload": workload,
+        "policy": cfg.policy,
+        "seed": seed,
+        "settings": settings.sectioned(),
+    }
 
 
 def live_poll_interval(live: LiveMeasurements) -> float:

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from ..errors import InputError, quote, suggest
-from ..parsing import StrictYamlLoader, check_depth, load_toml, too_deep
+from ..parsing import StrictYamlLoader, check_depth, load_toml, yaml_input_error
 from .model import (
     BORROW_POLICIES,
     FS_STRATEGIES,
@@ -70,15 +70,8 @@ def load_yaml_documents(text: str, source: str) -> list[Any]:
             docs.append(doc)
             if len(docs) > MAX_DOCUMENTS:
                 raise InputError(f"more than {MAX_DOCUMENTS:,} documents", source=source)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        line = mark.line + 1 if mark is not None else None
-        raise InputError(f"invalid YAML: {problem}", source=source, line=line) from None
-    except RecursionError:
-        raise too_deep(source, "YAML") from None
-    except (ValueError, TypeError) as e:
-        raise InputError(f"invalid YAML: {e}", source=source) from None
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError) as e:
+        raise yaml_input_error(e, source) from None
     return docs
 
 
