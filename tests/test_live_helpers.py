@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from ddlsched.live.launchers.base import descendants
+from ddlsched.processes import descendants
 from ddlsched.live.service.server import HELPERS_FILE, ServeConfig, Service
 
 SLEEP = [sys.executable, "-c", "import time; time.sleep(60)"]
