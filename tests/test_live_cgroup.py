@@ -19,8 +19,8 @@ from test_live_service import home  # noqa: F401 - the fixture
 from ddlsched.core.cluster import Cluster
 from ddlsched.live.launchers import base, cgroup
 from ddlsched.live.launchers.base import WorkerSpec
-from ddlsched.processes import process_start_time
 from ddlsched.live.launchers.local import LocalLauncher
+from ddlsched.processes import process_start_time
 
 DAEMON = """\
 import os, sys, time

@@ -11,8 +11,8 @@ import subprocess
 import sys
 import time
 
-from ddlsched.processes import descendants
 from ddlsched.live.service.server import HELPERS_FILE, ServeConfig, Service
+from ddlsched.processes import descendants
 
 SLEEP = [sys.executable, "-c", "import time; time.sleep(60)"]
 #: a job-like worker: its own session, with a child of its own
