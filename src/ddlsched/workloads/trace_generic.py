@@ -399,3 +399,32 @@ def _write_parquet(rows: list[list[Any]], path: Path, columns: list[str]) -> Non
     buf = io.BytesIO()
     pq.write_table(table, buf)
     atomic_write_bytes(path, buf.getvalue())
+
+
+def line_of_value(workload: str | Path, column: str, value: str) -> int | None:
+    """The line of the first job of a generic CSV trace whose ``column`` holds ``value`` (an
+    absent column holds ""), for errors found after reading (a ``queue`` no queue has); None
+    when ``workload`` is no such file or no row matches."""
+    path = Path(workload)
+    try:
+        if not path.is_file() or is_parquet(path):
+            return None
+        text = read_text(path)
+    except (OSError, InputError):
+        return None
+    header: list[str] | None = None
+    try:
+        for _start, line, row in csv_rows(text, str(path)):
+            if not any(c.strip() for c in row) or row[0].lstrip().startswith("#"):
+                continue
+            if header is None:
+                header = [c.strip() for c in row]
+                if not is_generic_header(header):
+                    return None
+                continue
+            cells = dict(zip(header, row, strict=False))
+            if cells.get(column, "").strip() == value:
+                return line
+    except InputError:
+        return None
+    return None
