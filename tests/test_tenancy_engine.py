@@ -11,7 +11,6 @@ import pytest
 from ddlsched.api import simulate
 from ddlsched.core.cluster import Cluster
 from ddlsched.core.job import JobSpec
-from ddlsched.core.results import write_result
 from ddlsched.errors import InputError
 from ddlsched.tenancy import QueuesConfig, load_queues
 from ddlsched.workloads.trace_formats import PLACEHOLDER_MODEL, placeholder_model
@@ -146,3 +145,109 @@ def test_sjf_orders_only_what_the_quota_admitted(tmp_path: Path) -> None:
     plain = simulate(CLUSTER, JOBS, "sjf")
     quota = simulate(CLUSTER, JOBS, "sjf", queues=one_queue(tmp_path, 4))
     assert quota.jobs != plain.jobs
+
+
+def test_a_job_its_queue_can_never_hold_is_an_input_error(tmp_path: Path) -> None:
+    cfg = queues(tmp_path, a=1, b=1)  # the cohort has 2 GPUs
+    with pytest.raises(InputError, match="job 0 needs 4 GPU"):
+        simulate(CLUSTER, [job(0, 0.0, 4, 10.0, "a")], "fifo", queues=cfg)
+
+
+def test_gavel_policies_do_not_run_with_queues_yet(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="does not run with --queues yet"):
+        simulate(CLUSTER, [job(0, 0.0, 1, 10.0, "a")], "gavel-fifo", queues=queues(tmp_path))
+
+
+# ------------------------------------------------------------------ the command line
+TRACE = """arrival,num_gpus,duration,queue,priority
+0,4,1000,a,
+10,2,100,team-b,high
+20,1,50,team-b,5
+"""
+
+
+def run_cli(tmp_path: Path, *args: str) -> int:
+    from ddlsched.cli import main
+
+    return main(["run", "--cluster", "tiny", "--quiet", *args])
+
+
+def test_run_with_queues_writes_queues_csv_and_checks(tmp_path: Path, capsys) -> None:
+    import csv
+    import json
+
+    from ddlsched.check import check_run
+
+    (tmp_path / "w.csv").write_text(TRACE)
+    queues(tmp_path, a=4, b=4)  # 8 GPUs of tiny: a's job borrows nothing
+    outs = []
+    for k in range(2):
+        out = tmp_path / f"out{k}"
+        argv = ["--workload", str(tmp_path / "w.csv"), "--policy", "fifo", "--out", str(out)]
+        assert run_cli(tmp_path, *argv, "--queues", str(tmp_path / "queues.toml")) == 0
+        outs.append(out)
+        result = check_run(out)
+        assert result.ok, [v.message for v in result.violations]
+    summary = json.loads((outs[0] / "summary.json").read_text())
+    assert summary["queues"]["b"]["jobs"] == 2 and summary["queues"]["a"]["jobs"] == 1
+    rows = list(csv.DictReader((outs[0] / "queues.csv").open()))
+    assert [r["queue"] for r in rows] == ["a", "b"] and rows[1]["nominal_gpus"] == "4"
+    config = json.loads((outs[0] / "config.json").read_text())
+    assert config["queues"] == str(tmp_path / "queues.toml")
+    for name in ("jobs.csv", "segments.csv", "queues.csv", "summary.json"):  # deterministic
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes()
+
+
+def test_a_run_without_queues_records_no_queues_key(tmp_path: Path) -> None:
+    import json
+
+    (tmp_path / "w.csv").write_text(TRACE)
+    out = tmp_path / "out"
+    argv = ["--workload", str(tmp_path / "w.csv"), "--policy", "fifo", "--out", str(out)]
+    assert run_cli(tmp_path, *argv) == 0
+    assert "queues" not in json.loads((out / "config.json").read_text())
+    assert not (out / "queues.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("cell", "field"), [("nobody", "queue"), ("", "queue"), ("urgent", "priority")]
+)
+def test_a_job_naming_no_queue_is_one_line(tmp_path: Path, capsys, cell: str, field: str) -> None:
+    text = TRACE.replace("20,1,50,team-b,5", f"20,1,50,{cell},5")
+    if field == "priority":
+        text = TRACE.replace("20,1,50,team-b,5", f"20,1,50,b,{cell}")
+    (tmp_path / "w.csv").write_text(text)
+    queues(tmp_path)
+    argv = ["--workload", str(tmp_path / "w.csv"), "--policy", "fifo", "--out", str(tmp_path / "o")]
+    assert run_cli(tmp_path, *argv, "--queues", str(tmp_path / "queues.toml")) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert f"{tmp_path / 'w.csv'}, line 4, field '{field}'" in err, err
+
+
+def test_philly_virtual_clusters_become_proportional_queues(tmp_path: Path) -> None:
+    from ddlsched.api import load_run_queues, simulate_named
+
+    # aa: 100 + 7200 GPU-seconds, bb: 200 → 8 GPUs as 7.8 : 0.2 → 8 : 0
+    (tmp_path / "p.csv").write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n"
+        "2017-10-09 07:00:10,100.0,1,100.0,aa\n"
+        "2017-10-09 07:00:00,50.0,4,200.0,bb\n"
+        "2017-10-09 07:00:20,3600.0,2,7200.0,aa\n"
+    )
+    from ddlsched.workloads.traces import read_trace
+
+    jobs = read_trace(tmp_path / "p.csv")
+    cfg = load_run_queues("proportional", Cluster.homogeneous(2, 4), jobs)
+    assert {q: cq.cohort for q, cq in cfg.cluster_queues.items()} == {
+        "aa": "cluster",
+        "bb": "cluster",
+    }
+    nominal = {
+        q: cq.quotas()[("default", "nvidia.com/gpu")].nominal
+        for q, cq in cfg.cluster_queues.items()
+    }
+    assert nominal == {"aa": 8000, "bb": 0}
+    res = simulate_named("tiny", str(tmp_path / "p.csv"), "fifo", queues="proportional")
+    assert res.summary["queues"]["bb"]["gpu_hours_borrowed"] == pytest.approx(4 * 50 / 3600)
+    assert all(j.finish > 0 for j in res.jobs)

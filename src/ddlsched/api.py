@@ -366,17 +366,17 @@ def load_named(
 def naming_workload(workload: str) -> Iterator[None]:
     """Errors of a run on the named ``workload`` say which workload (a policy that does not
     run its jobs; a job's batch size)."""
-    from .core.admission import QueueNameError
+    from .core.admission import JobFieldError
 
     try:
         yield
     except PolicyKindError as e:
         raise e.for_workload(workload) from None
-    except QueueNameError as e:
+    except JobFieldError as e:
         from .workloads.trace_generic import line_of_value
 
-        line = line_of_value(workload, "queue", e.queue)
-        raise InputError(e.message, source=workload, line=line, field="queue") from None
+        line = line_of_value(workload, str(e.field), e.value)
+        raise InputError(e.message, source=workload, line=line, field=e.field) from None
     except InputError as e:
         if e.field == "batch_size" and e.source is None:  # name the workload the job is in
             raise InputError(e.message, source=workload, field=e.field) from None

@@ -41,17 +41,17 @@ REASONS = (
 )
 
 
-class QueueNameError(InputError):
-    """A job's ``queue`` names no LocalQueue or ClusterQueue (``queue``: the name); the run's
-    caller adds the workload file and line (``api.naming_workload``)."""
+class JobFieldError(InputError):
+    """A job's ``queue`` or ``priority`` (``field``) the queues do not know (``value``); the
+    run's caller adds the workload file and line (``api.naming_workload``)."""
 
-    def __init__(self, message: str, queue: str, job_id: int) -> None:
-        super().__init__(message, field="queue")
-        self.queue = queue
+    def __init__(self, message: str, field: str, value: str, job_id: int) -> None:
+        super().__init__(message, field=field)
+        self.value = value
         self.job_id = job_id
 
     def __reduce__(self) -> tuple:
-        return (QueueNameError, (self.message, self.queue, self.job_id))
+        return (JobFieldError, (self.message, self.field, self.value, self.job_id))
 
 
 def cluster_queue_of(config: QueuesConfig, queue: str, job_id: int) -> str:
@@ -65,15 +65,17 @@ def cluster_queue_of(config: QueuesConfig, queue: str, job_id: int) -> str:
     if not queue:
         if len(config.cluster_queues) == 1:
             return next(iter(config.cluster_queues))
-        raise QueueNameError(
+        raise JobFieldError(
             f"job {job_id} names no queue, and the queues have {len(config.cluster_queues)} "
             f"ClusterQueues ({', '.join(known)}): give every job a queue",
+            "queue",
             queue,
             job_id,
         )
-    raise QueueNameError(
+    raise JobFieldError(
         f"job {job_id}: queue {quote(queue)} is no LocalQueue or ClusterQueue"
         f"{suggest(queue, known)} (queues: {', '.join(known)})",
+        "queue",
         queue,
         job_id,
     )
@@ -90,10 +92,12 @@ def priority_of(config: QueuesConfig, text: str, job_id: int) -> int:
         pass
     if text in config.priority_classes:
         return config.priority_classes[text]
-    raise InputError(
+    raise JobFieldError(
         f"job {job_id}: priority {quote(text)} is no integer or WorkloadPriorityClass"
         f"{suggest(text, config.priority_classes)}",
-        field="priority",
+        "priority",
+        text,
+        job_id,
     )
 
 
