@@ -251,3 +251,22 @@ def test_philly_virtual_clusters_become_proportional_queues(tmp_path: Path) -> N
     res = simulate_named("tiny", str(tmp_path / "p.csv"), "fifo", queues="proportional")
     assert res.summary["queues"]["bb"]["gpu_hours_borrowed"] == pytest.approx(4 * 50 / 3600)
     assert all(j.finish > 0 for j in res.jobs)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "sjf", "tiresias", "sjf-bsbf"])
+def test_policies_under_binding_queues_finish_and_check(tmp_path: Path, policy: str) -> None:
+    from ddlsched.check import check_run
+    from ddlsched.core.results import write_result
+
+    # two queues of 2 GPUs lending to each other, reclaiming: evictions happen
+    jobs = [job(i, 29.0 * i, 1 + i % 2, 300.0 + 17 * (i % 5), "ab"[(i // 4) % 2]) for i in range(30)]
+    res = simulate(CLUSTER, jobs, policy, queues=queues(tmp_path))
+    assert all(j.finish > j.start >= j.arrival for j in res.jobs)
+    evicted = sum(
+        sum(v for k, v in q["preemptions"].items() if k != "policy")
+        for q in res.summary["queues"].values()
+    )
+    assert evicted > 0, policy
+    write_result(res, tmp_path / "out")
+    result = check_run(tmp_path / "out")
+    assert result.ok, [v.message for v in result.violations]
