@@ -259,7 +259,9 @@ def test_policies_under_binding_queues_finish_and_check(tmp_path: Path, policy: 
     from ddlsched.core.results import write_result
 
     # two queues of 2 GPUs lending to each other, reclaiming: evictions happen
-    jobs = [job(i, 29.0 * i, 1 + i % 2, 300.0 + 17 * (i % 5), "ab"[(i // 4) % 2]) for i in range(30)]
+    jobs = [
+        job(i, 29.0 * i, 1 + i % 2, 300.0 + 17 * (i % 5), "ab"[(i // 4) % 2]) for i in range(30)
+    ]
     res = simulate(CLUSTER, jobs, policy, queues=queues(tmp_path))
     assert all(j.finish > j.start >= j.arrival for j in res.jobs)
     evicted = sum(
