@@ -13,7 +13,7 @@ import pytest
 from ddlsched import __version__
 from ddlsched.api import Settings
 from ddlsched.cli import main
-from ddlsched.config import RUN_KEYS, load_run_config, with_overrides
+from ddlsched.config import OMITTED_WHEN_UNSET, RUN_KEYS, load_run_config, with_overrides
 from ddlsched.errors import InputError
 from ddlsched.settings import RECORDED_IF_CHANGED
 
@@ -173,10 +173,11 @@ def test_record_has_every_setting_and_run_key(exp: Path, tmp_path: Path) -> None
     assert {k for sec in rec["settings"].values() for k in sec} == {
         f.name for f in fields(Settings)
     } - RECORDED_IF_CHANGED
-    assert set(rec) == {k for k, key in RUN_KEYS.items() if key.recorded} | {
-        "settings",
-        "resolved",
-    }
+    # every run key, except those recorded only when given (``queues``: a run without them
+    # records what it always did)
+    assert set(rec) == {k for k, key in RUN_KEYS.items() if key.recorded} - set(
+        OMITTED_WHEN_UNSET
+    ) | {"settings", "resolved"}
     # what ran: the model ``model=auto`` chose, and the backend
     assert rec["settings"]["model"]["model"] == "auto"
     assert rec["resolved"]["model"] in ("wang", "rar") and rec["resolved"]["backend"]

@@ -53,6 +53,7 @@ LAYERS: dict[str, int] = {
     "perf": 1,
     "core": 2,
     "tenancy": 2,  # Kueue's quota model and scheduling cycle: errors and parsing only
+    "core.admission": 2,  # the engine's quota layer: the one core module importing tenancy
     "policies": 3,
     "planning": 3,
     "workloads": 3,
@@ -249,6 +250,22 @@ def test_no_import_cycles(mods):
 
 def test_no_private_names_across_modules(mods):
     assert private_imports(mods) == []
+
+
+def test_tenancy_and_the_engine_meet_in_one_module(mods):
+    """``tenancy`` imports nothing of the engine (``core``), and of ``core`` only
+    ``core.admission`` (the adapter: engine state ↔ snapshot) imports ``tenancy``."""
+    edges = {(a, b) for a, b, _, _ in imports(mods)}
+    tenancy_to_core = sorted(
+        (a, b)
+        for a, b in edges
+        if a.startswith("ddlsched.tenancy") and b.startswith("ddlsched.core")
+    )
+    core_to_tenancy = sorted(
+        a for a, b in edges if a.startswith("ddlsched.core") and b.startswith("ddlsched.tenancy")
+    )
+    assert tenancy_to_core == []
+    assert set(core_to_tenancy) <= {"ddlsched.core.admission"}
 
 
 def test_the_checks_see_violations(tmp_path):

@@ -41,6 +41,7 @@ from .settings_scope import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .tenancy import QueuesConfig
     from .workloads.traces import TraceOptions
 
 
@@ -54,13 +55,15 @@ def build_simulator(
     settings: Settings | None = None,
     progress: Callable[[int, int], None] | None = None,
     backend: Backend | None = None,
+    queues: QueuesConfig | str | None = None,
 ) -> Simulator:
     """Compose policy, executor and engine for one run (no I/O).
 
     ``policy``: a built-in name, a name given to ``register_policy``, ``MODULE:FACTORY`` /
     ``FILE.py:FACTORY``, or a policy object (``ddlsched.policy``). A setting with a
     non-default value that this run would ignore, or ``placement`` with a policy that places
-    jobs itself, is an ``InputError`` (``settings_scope``)."""
+    jobs itself, is an ``InputError`` (``settings_scope``). ``queues``: Kueue's quota layer
+    admits jobs before the policy sees them (docs/tenancy.md "In the engine"); None: none."""
     settings = settings or Settings()
     custom, origin = resolve_user_policy(policy) or (None, None)
     if custom is not None and placement is not None:
@@ -85,7 +88,31 @@ def build_simulator(
     check_scope(settings, scope)
     sim = backend.build(cluster, jobs, pol, settings, seed, progress, origin, custom is None)
     sim.resolved = _resolved(policy, backend, scope, settings)
+    if queues is not None:
+        from .core.admission import KueueAdmission
+
+        sim.set_admission(KueueAdmission(load_run_queues(queues, cluster, jobs)))
     return sim
+
+
+def load_run_queues(
+    queues: QueuesConfig | str, cluster: Cluster, jobs: Sequence[JobSpec]
+) -> QueuesConfig:
+    """The queues of a run: ``queues`` itself, the file it names, or the preset
+    ``proportional`` built from ``jobs`` (their ``queue`` labels: Philly's virtual clusters)
+    and the cluster's GPU count."""
+    if not isinstance(queues, str):
+        return queues
+    from .core.admission import GPU
+    from .tenancy import load_queues
+    from .tenancy.presets import QUEUE_PRESETS, proportional
+
+    if queues in QUEUE_PRESETS:
+        demand: dict[str, float] = {}
+        for j in jobs:
+            demand[j.queue] = demand.get(j.queue, 0.0) + j.num_gpus * (j.duration or 1.0)
+        return proportional(demand, cluster.num_gpus, GPU)
+    return load_queues(queues)
 
 
 def _resolved(
@@ -281,6 +308,7 @@ def simulate_named(
     settings: Settings | Mapping[str, object] | None = None,
     progress: Callable[[int, int], None] | None = None,
     trace: TraceOptions | None = None,
+    queues: QueuesConfig | str | None = None,
     **keywords: object,
 ) -> SimResult:
     """``simulate`` from a cluster preset/file and a workload preset/file, checking that every
@@ -296,7 +324,14 @@ def simulate_named(
     cl, jobs = load_named(cluster, workload, seed=seed, settings=settings, trace=trace)
     with naming_workload(workload):
         return simulate(
-            cl, jobs, policy, placement=placement, seed=seed, settings=settings, progress=progress
+            cl,
+            jobs,
+            policy,
+            placement=placement,
+            seed=seed,
+            settings=settings,
+            progress=progress,
+            queues=queues,
         )
 
 
@@ -331,10 +366,17 @@ def load_named(
 def naming_workload(workload: str) -> Iterator[None]:
     """Errors of a run on the named ``workload`` say which workload (a policy that does not
     run its jobs; a job's batch size)."""
+    from .core.admission import JobFieldError
+
     try:
         yield
     except PolicyKindError as e:
         raise e.for_workload(workload) from None
+    except JobFieldError as e:
+        from .workloads.trace_generic import line_of_value
+
+        line = line_of_value(workload, str(e.field), e.value)
+        raise InputError(e.message, source=workload, line=line, field=e.field) from None
     except InputError as e:
         if e.field == "batch_size" and e.source is None:  # name the workload the job is in
             raise InputError(e.message, source=workload, field=e.field) from None
@@ -350,8 +392,10 @@ def simulate(
     seed: int = 0,
     settings: Settings | Mapping[str, object] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    queues: QueuesConfig | str | None = None,
 ) -> SimResult:
-    """Run one simulation and return its records and summary."""
+    """Run one simulation and return its records and summary (``queues``: see
+    ``build_simulator``)."""
     from .workloads.presets import check_seed
 
     check_seed(seed)
@@ -368,6 +412,7 @@ def simulate(
         seed=seed,
         settings=settings,
         progress=progress,
+        queues=queues,
     )
     with warnings.catch_warnings(record=True) as caught:
         result = sim.run()

@@ -33,7 +33,7 @@ REL = ABS = 1e-9
 RUN_FILES = ("config.json", "summary.json", "jobs.csv", "segments.csv")
 #: files a run writes only sometimes (``fairness.csv``: when the executor knows the jobs'
 #: alone times, core/fairness.py)
-OPTIONAL_FILES = ("fairness.csv",)
+OPTIONAL_FILES = ("fairness.csv", "queues.csv")
 #: files whose SHA-256 ``summary.json`` lists under ``files`` (``run_id``: of config.json)
 DIGESTED = ("config.json", "jobs.csv", "segments.csv")
 #: summary keys recomputed from jobs.csv (besides ``num_jobs`` and ``gpu_util``)

@@ -679,6 +679,11 @@ def build_parser() -> argparse.ArgumentParser:
         "FILE.py:FACTORY or MODULE:FACTORY (docs/tutorial-policy.md)",
     )
     r.add_argument("--placement", help="override the preset's placement: ff, ls, rand, lwf, lwf-K")
+    r.add_argument(
+        "--queues",
+        help="multi-tenant quotas: Kueue YAML or native TOML file, or `proportional` (one "
+        "ClusterQueue per job queue, quota ∝ GPU demand, one cohort); docs/tenancy.md",
+    )
     r.add_argument("--seed", type=int_arg, help="seed for generators and RAND (default 0)")
     r.add_argument(
         "--set",

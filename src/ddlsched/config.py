@@ -30,6 +30,7 @@ from .parsing import (
 )
 from .paths import path_exists
 from .settings import SECTION_OF, SECTIONS
+from .tenancy.presets import QUEUE_PRESETS
 from .workloads.traces import TRACE_OPTION_KEYS, TraceOptions
 
 
@@ -71,6 +72,14 @@ RUN_KEYS: dict[str, Key] = {
             True,
         ),
         Key("gavel_gpu", str, None, "--gavel-gpu", "GPU type in the throughputs file (v100)", True),
+        Key(
+            "queues",
+            str,
+            None,
+            "--queues",
+            "Kueue queues (YAML/TOML file, or `proportional`): quota admits, the policy orders",
+            True,
+        ),
         Key("out", str, None, "--out", "output directory (not recorded)", True, False),
         Key("quiet", bool, False, "--quiet", "no progress bar (not recorded)", False, False),
         Key(
@@ -90,6 +99,8 @@ WORKLOAD_OPTIONS = TRACE_OPTION_KEYS
 #: ``[settings]`` keys that name files (resolved relative to the config file)
 PATH_SETTINGS = ("profiles", "interference_file", "philly")
 REQUIRED = ("cluster", "workload", "policy")
+#: keys recorded only when given: configs of runs without them stay byte for byte as before
+OMITTED_WHEN_UNSET = ("queues",)
 TABLES = ("settings",)
 #: config.json's record of what ran (``core.results.RESOLVED``): read back, not used (the
 #: config re-resolves the same way), so a recorded config.json re-runs as it is
@@ -114,6 +125,7 @@ class RunConfig:
     load_scale: float | None = None
     gavel_throughputs: str | None = None
     gavel_gpu: str | None = None
+    queues: str | None = None
     out: str | None = None
     quiet: bool = False
     overwrite: bool = False
@@ -138,7 +150,9 @@ class RunConfig:
         """The fully resolved config (JSON-able), written as ``config.json``."""
         self.check_complete()
         out: dict[str, object] = {
-            k.name: getattr(self, k.name) for k in RUN_KEYS.values() if k.recorded
+            k.name: getattr(self, k.name)
+            for k in RUN_KEYS.values()
+            if k.recorded and not (k.name in OMITTED_WHEN_UNSET and getattr(self, k.name) is None)
         }
         out["version"] = __version__
         out["settings"] = self.settings.sectioned()  # [settings.SECTION] tables
@@ -278,7 +292,9 @@ def resolve_value(key: str, value: str, base: Path | None) -> str:
     if key == "policy":
         path = policy_file(value)
         return value if path is None else f"{_resolve_path(path, base)}:{value.rpartition(':')[2]}"
-    if key in ("cluster", "workload", "gavel_throughputs") or key in PATH_SETTINGS:
+    if key == "queues" and value in QUEUE_PRESETS:
+        return value
+    if key in ("cluster", "workload", "gavel_throughputs", "queues") or key in PATH_SETTINGS:
         return _resolve_path(value, base)
     return value
 
@@ -426,6 +442,7 @@ def simulate_config(
         settings=cfg.settings,
         progress=progress,
         trace=cfg.trace_options(),
+        queues=cfg.queues,
     )
 
 
@@ -465,6 +482,7 @@ def run_config(
                 seed=cfg.seed,
                 settings=cfg.settings,
                 progress=progress,
+                queues=cfg.queues,
             )
         write_result_files(res, staging, config=record)
     return res

@@ -51,6 +51,9 @@ class JobSpec:
     #: seconds a preempted job keeps its GPUs after the stop request (checkpoint and exit)
     #: before they are free; None: the run's ``stop_delay`` (trace jobs)
     stop_delay: float | None = None
+    #: the job's priority in its queue (a run with ``--queues``): an integer or the name of a
+    #: WorkloadPriorityClass; "": 0 (Kueue's default)
+    priority: str = ""
 
     def duration_on(self, gpu_type: str, speed: float = 1.0) -> float | None:
         """Seconds alone on ``num_gpus`` GPUs of ``gpu_type`` (speed factor ``speed``): the

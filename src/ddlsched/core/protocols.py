@@ -88,6 +88,29 @@ class SummaryExtras(Protocol):
 
 
 @runtime_checkable
+class Evictions(Protocol):
+    """A policy told when the quota layer (a run with ``--queues``) takes a job's admission
+    back: the job, stopped if it ran, is out of ``sim.running`` and ``sim.queue`` (status
+    ``held``) until it is admitted again, when it rejoins ``sim.queue``. A policy that keeps
+    its own books of arrived jobs (``keeps_arrivals = True``) needs this to run with queues."""
+
+    def on_evicted(self, sim: Simulator, job: JobState) -> None: ...
+
+
+@runtime_checkable
+class Admission(Protocol):
+    """The engine's quota layer (``core.admission``): run at every scheduling point before
+    the policy; it moves jobs between ``sim.held`` and ``sim.queue`` (``Simulator.admit``,
+    ``Simulator.evict``) and adds its metrics to the result."""
+
+    def attach(self, sim: Simulator) -> None: ...
+
+    def cycle(self, sim: Simulator) -> None: ...
+
+    def finish(self, sim: Simulator, summary: dict[str, Any]) -> tuple[tuple[object, ...], ...]: ...
+
+
+@runtime_checkable
 class GatesAllReduce(Protocol):
     """A policy with a communication gate (``policies.gates.CommGate``) that the
     iteration-level executor applies to every ready all-reduce; ``None``: no gate."""

@@ -45,6 +45,27 @@ SUMMARY_KEYS = [
 ]
 
 
+#: ``queues.csv``: one row per ClusterQueue of a run with ``--queues`` (docs/formats.md)
+QUEUE_COLUMNS = (
+    "queue",
+    "cohort",
+    "nominal_gpus",
+    "jobs",
+    "avg_jct",
+    "avg_queueing",
+    "avg_admission_wait",
+    "gpu_hours_used",
+    "gpu_hours_admitted",
+    "gpu_hours_nominal",
+    "gpu_hours_borrowed",
+    "preempted_InClusterQueue",
+    "preempted_InCohortReclamation",
+    "preempted_InCohortFairSharing",
+    "preempted_InCohortReclaimWhileBorrowing",
+    "policy_preemptions",
+)
+
+
 @dataclass(frozen=True)
 class JobRecord:
     job_id: int
@@ -85,6 +106,8 @@ class SimResult:
     #: ``fairness.csv`` rows (job id, alone, contention, fair JCT, ρ; ``core.fairness``),
     #: empty when the executor does not know the jobs' alone times
     fairness: tuple[tuple[int, float, float, float, float], ...] = ()
+    #: ``queues.csv`` rows (a run with ``--queues``; ``core.admission.QUEUE_COLUMNS``)
+    queues: tuple[tuple[object, ...], ...] = ()
 
 
 def summarize(jobs: Sequence[JobRecord], busy_gpu_seconds: float, num_gpus: int) -> dict:
@@ -272,6 +295,8 @@ def result_files(
     if result.fairness:
         fair_rows = [(i, *(float(x) for x in rest)) for i, *rest in result.fairness]
         files["fairness.csv"] = csv_text(FAIRNESS_COLUMNS, fair_rows).encode("utf-8")
+    if result.queues:
+        files["queues.csv"] = csv_text(QUEUE_COLUMNS, result.queues).encode("utf-8")
     summary = dict(result.summary)
     if extra:
         summary.update(extra)

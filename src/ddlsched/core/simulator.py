@@ -23,9 +23,11 @@ from .cluster import Cluster
 from .freegpus import FreeGpus
 from .job import JobSpec
 from .protocols import (
+    Admission,
     AloneTimes,
     Configurable,
     Elastic,
+    Evictions,
     HostsAgents,
     JobAgent,
     JobConfig,
@@ -39,7 +41,7 @@ from .protocols import (
     Ticks,
 )
 from .results import SimResult, build_result
-from .state import DONE, QUEUED, RUNNING, JobState, Segment
+from .state import DONE, HELD, QUEUED, RUNNING, JobState, Segment
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..policies.plugins import PolicyOrigin
@@ -161,6 +163,12 @@ class Simulator:
         #: the current iteration of ``_loop_polled`` (seen from the next one on)
         self._observed: list[tuple[float, int, Callable[..., None], tuple[Any, ...]]] = []
         self._fresh: list[tuple[float, int, Callable[..., None], tuple[Any, ...]]] = []
+        #: the quota layer (``--queues``; ``core.admission``), None: every arrival is queued.
+        #: With one, arrivals wait in ``held`` until admitted; ``arrived`` counts the jobs the
+        #: policy has seen (``jobs[:arrived]``, in the order of their first admission)
+        self.admission: Admission | None = None
+        self.held: list[JobState] = []
+        self._index: dict[int, int] = {}
         executor.attach(self)
         try:
             policy.attach(self)
@@ -201,6 +209,49 @@ class Simulator:
     def request_schedule(self) -> None:
         """Ask for a policy pass at the end of the current instant."""
         self._dirty = True
+
+    # ------------------------------------------------------------------ the quota layer
+    def set_admission(self, admission: Admission) -> None:
+        """Run with a quota layer (before ``run``): arrivals are held until it admits them."""
+        self.admission = admission
+        self._index = {j.job_id: k for k, j in enumerate(self.jobs)}
+        admission.attach(self)
+
+    def admit(self, jobs: Sequence[JobState]) -> None:
+        """The quota layer admitted ``jobs`` (held ones): they join the queue the policy sees,
+        in this order; a job's first admission is its arrival for the policy (it moves to
+        ``jobs[arrived]``)."""
+        if not jobs:
+            return
+        ids = {j.job_id for j in jobs}
+        self.held = [j for j in self.held if j.job_id not in ids]
+        index, order = self._index, self.jobs
+        for job in jobs:
+            job.status = QUEUED
+            self.queue.append(job)
+            k = index[job.job_id]
+            if k >= self.arrived:  # first admission: swap it to the policy's arrivals
+                other = order[self.arrived]
+                order[k], order[self.arrived] = other, job
+                index[other.job_id], index[job.job_id] = k, self.arrived
+                self.arrived += 1
+        self._dirty = True
+
+    def evict(self, job: JobState) -> None:
+        """The quota layer took ``job``'s admission back: stopped if it runs (a preemption,
+        progress kept), out of the queue, held until admitted again; the policy is told
+        (``on_evicted``) when it wants to be."""
+        if self.running.get(job.job_id) is job:
+            self.preempt(job)
+        self.queue.remove(job)
+        job.status = HELD
+        self.held.append(job)
+        self._dirty = True
+        if isinstance(self.policy, Evictions):
+            try:
+                self.policy.on_evicted(self, job)
+            except (Exception, SystemExit) as e:
+                self._policy_failed("on_evicted", e)
 
     # ------------------------------------------------------------------ queries for policies
     def fits(self, job: JobState, gpu: int) -> bool:
@@ -403,6 +454,9 @@ class Simulator:
         elif job in self.queue:  # it finished its work while its stop was under way:
             self.queue.remove(job)  # the stop did not preempt it
             job.preemptions -= 1
+        elif job in self.held:  # … and was evicted by the quota layer meanwhile
+            self.held.remove(job)
+            job.preemptions -= 1
         if at is not None:
             job.segments[-1].end = at
             self.held_after_finish += (self.now - at) * len(job.gpus)
@@ -435,9 +489,13 @@ class Simulator:
         del self.running[job.job_id]
 
     def _arrive(self, job: JobState) -> None:
+        self._dirty = True
+        if self.admission is not None:
+            job.status = HELD
+            self.held.append(job)
+            return
         self.arrived += 1
         self.queue.append(job)
-        self._dirty = True
 
     def _round(self, interval: float, tick: bool = False) -> None:
         """A policy round; with ``tick`` (``rounds`` semantics) the executor first advances
@@ -449,6 +507,8 @@ class Simulator:
             executor.tick(self.now)
         if self.finished < len(self.jobs):
             policy = self.policy
+            if self.admission is not None:
+                self.admission.cycle(self)
             try:
                 if not isinstance(policy, RoundHook):
                     raise AttributeError(
@@ -564,6 +624,8 @@ class Simulator:
     def _policy_pass(self) -> None:
         """The policy's ``schedule`` at the end of an instant where something changed."""
         self._dirty = False
+        if self.admission is not None:
+            self.admission.cycle(self)
         if self.queue:
             self._loads_key = None  # loads are recomputed once per policy pass
             try:
@@ -631,6 +693,8 @@ class Simulator:
         res.summary["elastic"] = bool(elastic or self._resized)
         if rounds:
             res.summary["held_after_finish_gpu_seconds"] = self.held_after_finish
+        if self.admission is not None:
+            res = replace(res, queues=self.admission.finish(self, res.summary))
         if isinstance(self.policy, SummaryExtras):
             try:
                 res.summary.update(self.policy.summary_extras(self))

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from .job import JobSpec
 
 QUEUED, RUNNING, DONE = "queued", "running", "done"
+#: arrived, waiting for its queue's quota (a run with ``--queues``): not in ``sim.queue``
+HELD = "held"
 
 
 @dataclass

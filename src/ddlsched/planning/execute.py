@@ -24,6 +24,8 @@ class PlanPolicy:
     """A policy that executes the plan of ``planner`` (see module doc)."""
 
     interval = None
+    #: plans every job ahead (``sim.jobs``): does not run with ``--queues``
+    keeps_arrivals = True
 
     def __init__(self, planner, model: RarModel) -> None:
         self.planner = planner

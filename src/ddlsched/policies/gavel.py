@@ -126,7 +126,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -153,6 +153,9 @@ _SLACK = 1e-6
 class GavelPolicy:
     """Gavel's round-based mechanism with one of its allocation policies (module doc)."""
 
+    #: keeps its own books of arrived jobs (``sim.jobs[:sim.arrived]``): with ``--queues``
+    #: it must take evictions (``on_evicted``; docs/tenancy.md "In the engine")
+    keeps_arrivals: ClassVar[bool] = True
     name: str
     allocation: str  # one of ALLOCATIONS
     perf: bool  # heterogeneity-aware ("_Perf" in Gavel)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ..core.protocols import JobConfig, JobTimes, ProfileEstimates, SharingEstimates
 from .placement import cannot_run_on, consolidated, fastest_types
@@ -78,6 +78,9 @@ class Exclusive(_Base):
     repeatedly starts the first job in order among the heap heads that fit — the same jobs, in
     the same order, as a scan of the whole sorted queue — in O(GPU counts + log n) per start."""
 
+    #: keeps its own books of arrived jobs (``sim.jobs[:sim.arrived]``): with ``--queues``
+    #: it must take evictions (``on_evicted``; docs/tenancy.md "In the engine")
+    keeps_arrivals: ClassVar[bool] = True
     order: str = "fifo"
     backfill: bool = True
     #: ``least-busy``: the free GPUs with least accumulated execution time (Luo's FIFO
@@ -93,6 +96,12 @@ class Exclusive(_Base):
         self._waiting: dict[int, list[tuple[tuple, JobState]]] = {}
         self._seen = 0  # jobs of sim.jobs taken in (they arrive in that order)
         self._held = 0  # jobs in the heaps
+        self._stale = False  # a job left sim.queue other than by a start: rebuild
+
+    def on_evicted(self, sim: Simulator, job: JobState) -> None:
+        """The quota layer took ``job`` back (``--queues``): the heaps are rebuilt from
+        ``sim.queue`` at the next pass."""
+        self._stale = True
 
     def _key(self, sim: Simulator, job: JobState) -> tuple:
         if self.order == "fifo":
@@ -108,8 +117,8 @@ class Exclusive(_Base):
         for job in sim.jobs[self._seen : sim.arrived]:
             self._push(sim, job)
         self._seen = sim.arrived
-        if self._held != len(sim.queue):
-            self._waiting, self._held = {}, 0
+        if self._stale or self._held != len(sim.queue):
+            self._waiting, self._held, self._stale = {}, 0, False
             for job in sim.queue:
                 self._push(sim, job)
 

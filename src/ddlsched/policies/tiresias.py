@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from .placement import cannot_run_on
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.simulator import Simulator
+    from ..core.state import JobState
 
 #: 16 GPU-hours in GPU-seconds: the Pollux artifact's single queue threshold
 ARTIFACT_THRESHOLD = 16 * 3600.0
@@ -43,6 +44,9 @@ class Tiresias:
     """2D-LAS with ``thresholds`` (GPU-seconds) between queues; see module doc."""
 
     name: str = "tiresias"
+    #: keeps its own books of arrived jobs (``sim.jobs[:sim.arrived]``): with ``--queues``
+    #: it must take evictions (``on_evicted``; docs/tenancy.md "In the engine")
+    keeps_arrivals: ClassVar[bool] = True
     thresholds: tuple[float, ...] = (ARTIFACT_THRESHOLD,)
     interval: float | None = 60.0
     #: queue levels, each an insertion-ordered set of job ids
@@ -67,6 +71,21 @@ class Tiresias:
         self._crossings: list[tuple[float, int, int]] = []
         self._ver: dict[int, int] = {}
         self._now = 0.0
+        #: jobs the quota layer evicted (``--queues``), not back in ``sim.queue`` yet
+        self._held: set[int] = set()
+
+    def on_evicted(self, sim: Simulator, job: JobState) -> None:
+        """The quota layer took ``job``'s admission back (``--queues``): it keeps its queue
+        and attained service, stops counting as running, and is not admitted by this policy
+        until it is back in ``sim.queue``."""
+        self._now = sim.now
+        jid = job.job_id
+        if jid in self._running:
+            self._base[jid] = self.attained(jid)
+            self._since.pop(jid, None)
+            self._stop_watching(jid)
+            self._running.discard(jid)
+        self._held.add(jid)
 
     def on_round(self, sim: Simulator) -> None:
         """Every round is a full call, as in the artifact, even with nobody waiting: demotions
@@ -127,6 +146,11 @@ class Tiresias:
                 self._demand -= job.num_gpus
             self._done_seen = len(sim.completed)
             changed = True
+        if self._held:  # evicted jobs the quota layer admitted again
+            back = [j.job_id for j in sim.queue if j.job_id in self._held]
+            if back:
+                self._held.difference_update(back)
+                changed = True
         # 2. demotion of admitted jobs whose executed time × GPUs reached their threshold
         heap = self._crossings
         due: list[tuple[float, int, int]] = []
@@ -158,8 +182,11 @@ class Tiresias:
             free = sim.cluster.num_gpus
             size = self._size
             order: list[int] = []
+            held = self._held
             for q in self._queues:
                 for jid in q:
+                    if jid in held:
+                        continue
                     g = size[jid]
                     if g <= free:
                         free -= g

@@ -31,13 +31,14 @@ GENERIC_COLUMNS: tuple[str, ...] = (
     "name",
     "user",
     "queue",
+    "priority",
     "type_durations",
     "restart_delay",
     "stop_delay",
 )
 #: written only when some job has a value (a per-type table, its own delays): files without
 #: them stay as they were
-OPTIONAL_WRITTEN = ("type_durations", "restart_delay", "stop_delay")
+OPTIONAL_WRITTEN = ("priority", "type_durations", "restart_delay", "stop_delay")
 #: Columns every generic trace must have.
 GENERIC_REQUIRED: tuple[str, ...] = ("arrival", "num_gpus")
 #: First bytes of a Parquet file.
@@ -230,6 +231,10 @@ def _build(
     name = _text(rec.get("name"), "name", err)
     user = _text(rec.get("user"), "user", err)
     queue = _text(rec.get("queue"), "queue", err)
+    raw_priority = rec.get("priority")
+    if isinstance(raw_priority, int) and not isinstance(raw_priority, bool):  # Parquet ints
+        raw_priority = str(raw_priority)
+    priority = _text(raw_priority, "priority", err)
     if not duration and not iterations and not application:
         raise err("a job needs a duration, iterations or an application", "duration")
     per_type = _type_durations(rec.get("type_durations"), err)
@@ -253,6 +258,7 @@ def _build(
         duration=duration,
         user=user,
         queue=queue,
+        priority=priority,
         type_durations=per_type,
         restart_delay=restart_delay,
         stop_delay=stop_delay,
@@ -340,6 +346,7 @@ def _rows(jobs: Iterable[JobSpec]) -> list[list[Any]]:
                 j.name or None,
                 j.user or None,
                 j.queue or None,
+                j.priority or None,
                 _cell_of(j.type_durations),
                 None if j.restart_delay is None else float(j.restart_delay),
                 None if j.stop_delay is None else float(j.stop_delay),
@@ -390,6 +397,7 @@ def _write_parquet(rows: list[list[Any]], path: Path, columns: list[str]) -> Non
         pa.string(),
         pa.string(),
         pa.string(),
+        pa.string(),  # priority
         pa.float64(),
         pa.float64(),
     )
@@ -399,3 +407,32 @@ def _write_parquet(rows: list[list[Any]], path: Path, columns: list[str]) -> Non
     buf = io.BytesIO()
     pq.write_table(table, buf)
     atomic_write_bytes(path, buf.getvalue())
+
+
+def line_of_value(workload: str | Path, column: str, value: str) -> int | None:
+    """The line of the first job of a generic CSV trace whose ``column`` holds ``value`` (an
+    absent column holds ""), for errors found after reading (a ``queue`` no queue has); None
+    when ``workload`` is no such file or no row matches."""
+    path = Path(workload)
+    try:
+        if not path.is_file() or is_parquet(path):
+            return None
+        text = read_text(path)
+    except (OSError, InputError):
+        return None
+    header: list[str] | None = None
+    try:
+        for _start, line, row in csv_rows(text, str(path)):
+            if not any(c.strip() for c in row) or row[0].lstrip().startswith("#"):
+                continue
+            if header is None:
+                header = [c.strip() for c in row]
+                if not is_generic_header(header):
+                    return None
+                continue
+            cells = dict(zip(header, row, strict=False))
+            if cells.get(column, "").strip() == value:
+                return line
+    except InputError:
+        return None
+    return None

@@ -1,0 +1,266 @@
+"""The engine's quota layer: Kueue's admission (``ddlsched.tenancy``) composed with any policy.
+
+The one module that maps engine state to a tenancy :class:`~ddlsched.tenancy.Snapshot` and a
+:class:`~ddlsched.tenancy.Decision` back to engine actions. At every scheduling point (the end
+of an instant with an arrival, a finish, a stop, or a policy round), before the policy, it
+runs Kueue's cycle until stable on the jobs admitted (running, or waiting in ``sim.queue``) and
+those held (``sim.held``): admitted jobs join ``sim.queue`` (``Simulator.admit``), Kueue's
+victims are stopped and held again (``Simulator.evict``), their quota released. The policy
+sees only admitted jobs. docs/tenancy.md "In the engine".
+
+A job is one Kueue workload: one podset of ``num_gpus`` pods with one ``nvidia.com/gpu``
+each, in the ClusterQueue (or LocalQueue) its ``queue`` names, with its ``priority``,
+created at its arrival.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InputError, quote, suggest
+from ..tenancy import QueuesConfig, Snapshot, Workload, decide
+from ..tenancy.model import (
+    IN_CLUSTER_QUEUE,
+    IN_COHORT_FAIR_SHARING,
+    IN_COHORT_RECLAIM_WHILE_BORROWING,
+    IN_COHORT_RECLAMATION,
+    PodSet,
+)
+from .state import DONE, JobState
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .simulator import Simulator
+
+#: the resource a job's pods request, one each (Kubernetes' device-plugin name)
+GPU = "nvidia.com/gpu"
+REASONS = (
+    IN_CLUSTER_QUEUE,
+    IN_COHORT_RECLAMATION,
+    IN_COHORT_FAIR_SHARING,
+    IN_COHORT_RECLAIM_WHILE_BORROWING,
+)
+
+
+class JobFieldError(InputError):
+    """A job's ``queue`` or ``priority`` (``field``) the queues do not know (``value``); the
+    run's caller adds the workload file and line (``api.naming_workload``)."""
+
+    def __init__(self, message: str, field: str, value: str, job_id: int) -> None:
+        super().__init__(message, field=field)
+        self.value = value
+        self.job_id = job_id
+
+    def __reduce__(self) -> tuple:
+        return (JobFieldError, (self.message, self.field, self.value, self.job_id))
+
+
+def cluster_queue_of(config: QueuesConfig, queue: str, job_id: int) -> str:
+    """The ClusterQueue a job's ``queue`` names: a LocalQueue's, or a ClusterQueue itself; a
+    job without one goes to the only ClusterQueue when there is one."""
+    if queue in config.local_queues:
+        return config.local_queues[queue]
+    if queue in config.cluster_queues:
+        return queue
+    known = sorted({*config.cluster_queues, *config.local_queues})
+    if not queue:
+        if len(config.cluster_queues) == 1:
+            return next(iter(config.cluster_queues))
+        raise JobFieldError(
+            f"job {job_id} names no queue, and the queues have {len(config.cluster_queues)} "
+            f"ClusterQueues ({', '.join(known)}): give every job a queue",
+            "queue",
+            queue,
+            job_id,
+        )
+    raise JobFieldError(
+        f"job {job_id}: queue {quote(queue)} is no LocalQueue or ClusterQueue"
+        f"{suggest(queue, known)} (queues: {', '.join(known)})",
+        "queue",
+        queue,
+        job_id,
+    )
+
+
+def priority_of(config: QueuesConfig, text: str, job_id: int) -> int:
+    """A job's ``priority``: an integer, or a WorkloadPriorityClass's value; "" is 0."""
+    text = text.strip()
+    if not text:
+        return 0
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    if text in config.priority_classes:
+        return config.priority_classes[text]
+    raise JobFieldError(
+        f"job {job_id}: priority {quote(text)} is no integer or WorkloadPriorityClass"
+        f"{suggest(text, config.priority_classes)}",
+        "priority",
+        text,
+        job_id,
+    )
+
+
+def _name(job_id: int) -> str:
+    return f"job-{job_id:09d}"  # Kueue's last tie-break is the name: job order
+
+
+class KueueAdmission:
+    """Kueue's quota layer for one run (``Simulator.set_admission``)."""
+
+    def __init__(self, config: QueuesConfig) -> None:
+        self.config = config
+        self.workloads: dict[int, Workload] = {}  # job id → its pending workload
+        self.admitted: dict[int, tuple[JobState, Workload]] = {}  # admitted, with flavors
+        self.first_admitted: dict[int, float] = {}
+        self.evictions: dict[str, dict[str, int]] = {}  # queue → reason → count
+        self.evicted_running: dict[int, int] = {}  # job id → Kueue stops of it while it ran
+        self.usage: dict[tuple[str, str], int] = {}  # (queue, flavor) → admitted GPUs
+        self.used: dict[tuple[str, str], float] = {}  # (queue, flavor) → GPU-seconds admitted
+        self.borrowed: dict[str, float] = {}  # queue → GPU-seconds admitted above nominal
+        self.last = 0.0
+        self.nominal: dict[tuple[str, str], int] = {}
+        for name, cq in config.cluster_queues.items():
+            rg = cq.group_of(GPU)
+            for fl in rg.flavors if rg is not None else ():
+                self.nominal[(name, fl)] = rg.quotas[(fl, GPU)].nominal // 1000  # type: ignore[union-attr]
+
+    # -------------------------------------------------------------- set-up
+    def attach(self, sim: Simulator) -> None:
+        """Every job's workload; a job no quota could ever admit is an ``InputError``."""
+        if getattr(sim.policy, "keeps_arrivals", False) and not hasattr(sim.policy, "on_evicted"):
+            raise InputError(
+                f"policy {sim.policy.name} keeps its own books of arrived jobs and does not "
+                "take evictions (on_evicted): it does not run with --queues yet",
+                field="queues",
+            )
+        if not any(self.config.cluster_queues[q].group_of(GPU) for q in self.config.cluster_queues):
+            raise InputError(
+                f"no ClusterQueue covers {GPU}: jobs could never be admitted", field="queues"
+            )
+        fits: dict[tuple[str, int], bool] = {}
+        for job in sim.jobs:
+            spec = job.spec
+            cq = cluster_queue_of(self.config, spec.queue, spec.job_id)
+            wl = Workload(
+                _name(spec.job_id),
+                cq,
+                (PodSet("main", spec.num_gpus, {GPU: 1000}),),
+                priority_of(self.config, spec.priority, spec.job_id),
+                float(spec.arrival),
+            )
+            self.workloads[spec.job_id] = wl
+            key = (cq, spec.num_gpus)
+            if key not in fits:
+                alone = Workload(wl.name, cq, wl.podsets)
+                fits[key] = wl.name in decide(self.config, Snapshot(pending=(alone,))).admitted
+            if not fits[key]:
+                raise InputError(
+                    f"job {spec.job_id} needs {spec.num_gpus} GPU(s), more than ClusterQueue "
+                    f"{quote(cq)} can ever be given ({GPU}: its nominal quota and what its "
+                    "cohort can lend): it would wait forever",
+                    field="queues",
+                )
+
+    # -------------------------------------------------------------- every scheduling point
+    def _account(self, now: float) -> None:
+        span = now - self.last
+        if span > 0:
+            borrowed = self.borrowed
+            for (q, fl), n in self.usage.items():
+                if n:
+                    self.used[(q, fl)] = self.used.get((q, fl), 0.0) + n * span
+                    over = n - self.nominal.get((q, fl), 0)
+                    if over > 0:
+                        borrowed[q] = borrowed.get(q, 0.0) + over * span
+        self.last = now
+
+    def cycle(self, sim: Simulator) -> None:
+        """Kueue's cycle until stable on the engine's jobs; apply what it decided."""
+        self._account(sim.now)
+        admitted = self.admitted
+        for jid in [jid for jid, (job, _) in admitted.items() if job.status == DONE]:
+            del admitted[jid]
+        if sim.held:
+            held = list(sim.held)
+            snapshot = Snapshot(
+                admitted=tuple(wl for _, wl in admitted.values()),
+                pending=tuple(self.workloads[j.job_id] for j in held),
+            )
+            decision = decide(self.config, snapshot, until_stable=True)
+            pending = set(decision.pending)
+            for jid in sorted(jid for jid, (_, wl) in admitted.items() if wl.name in pending):
+                job, wl = admitted.pop(jid)
+                reason = decision.preempted.get(wl.name, IN_CLUSTER_QUEUE)
+                per = self.evictions.setdefault(wl.queue, {})
+                per[reason] = per.get(reason, 0) + 1
+                if sim.running.get(jid) is job:
+                    self.evicted_running[jid] = self.evicted_running.get(jid, 0) + 1
+                sim.evict(job)
+            new = [j for j in held if self.workloads[j.job_id].name not in pending]
+            for job in new:
+                wl = self.workloads[job.job_id]
+                flavors = decision.admitted[wl.name]["main"]
+                ps = PodSet("main", wl.podsets[0].count, wl.podsets[0].requests, dict(flavors))
+                admitted[job.job_id] = (
+                    job,
+                    Workload(wl.name, wl.queue, (ps,), wl.priority, wl.created, sim.now),
+                )
+                self.first_admitted.setdefault(job.job_id, sim.now)
+            sim.admit(new)
+        usage: dict[tuple[str, str], int] = {}
+        for _, wl in admitted.values():
+            key = (wl.queue, wl.podsets[0].flavors[GPU])
+            usage[key] = usage.get(key, 0) + wl.podsets[0].count
+        self.usage = usage
+
+    # -------------------------------------------------------------- the end
+    def finish(self, sim: Simulator, summary: dict[str, Any]) -> tuple[tuple[object, ...], ...]:
+        """Per-queue metrics: summary's ``queues`` (queue → metrics) and queues.csv rows."""
+        self._account(sim.now)
+        makespan = float(summary.get("makespan", 0.0))
+        per: dict[str, list[JobState]] = {q: [] for q in sorted(self.config.cluster_queues)}
+        for job in sorted(sim.jobs, key=lambda j: j.job_id):
+            per[self.workloads[job.job_id].queue].append(job)
+        table: dict[str, dict[str, object]] = {}
+        rows = []
+        for q, jobs in per.items():
+            nominal = sum(n for (cq, _), n in self.nominal.items() if cq == q)
+            n = len(jobs)
+            jct = sum(j.finish - j.spec.arrival for j in jobs) / n if n else 0.0  # type: ignore[operator]
+            wait = sum(j.start - j.spec.arrival for j in jobs) / n if n else 0.0  # type: ignore[operator]
+            adm = (
+                sum(self.first_admitted[j.job_id] - j.spec.arrival for j in jobs) / n if n else 0.0
+            )
+            used = sum((s.end - s.start) * len(s.gpus) for j in jobs for s in j.segments) / 3600
+            admitted = sum(v for (cq, _), v in self.used.items() if cq == q) / 3600
+            reasons = self.evictions.get(q, {})
+            kueue_stops = sum(self.evicted_running.get(j.job_id, 0) for j in jobs)
+            policy = sum(j.preemptions for j in jobs) - kueue_stops
+            m: dict[str, object] = {
+                "cohort": self.config.cluster_queues[q].cohort or "",
+                "nominal_gpus": nominal,
+                "jobs": n,
+                "avg_jct": float(jct),
+                "avg_queueing": float(wait),
+                "avg_admission_wait": float(adm),
+                "gpu_hours_used": float(used),
+                "gpu_hours_admitted": float(admitted),
+                "gpu_hours_nominal": float(nominal * makespan / 3600),
+                "gpu_hours_borrowed": float(self.borrowed.get(q, 0.0) / 3600),
+                "preemptions": {r: reasons.get(r, 0) for r in REASONS} | {"policy": policy},
+            }
+            table[q] = m
+            rows.append(
+                (
+                    q,
+                    m["cohort"],
+                    nominal,
+                    n,
+                    *(m[k] for k in list(m)[3:10]),
+                    *(reasons.get(r, 0) for r in REASONS),
+                    policy,
+                )
+            )
+        summary["queues"] = table
+        return tuple(rows)

@@ -1,0 +1,274 @@
+"""Kueue's quota layer inside the engine (docs/tenancy.md "In the engine"): hand-built
+scenarios whose outcome is stated by hand, composition with the policies, and equality with
+the run without queues when the quota never binds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ddlsched.api import simulate
+from ddlsched.core.cluster import Cluster
+from ddlsched.core.job import JobSpec
+from ddlsched.errors import InputError
+from ddlsched.tenancy import QueuesConfig, load_queues
+from ddlsched.workloads.trace_formats import PLACEHOLDER_MODEL, placeholder_model
+
+MODEL = placeholder_model(PLACEHOLDER_MODEL)
+
+TWO_QUEUES = """
+[[resourceFlavor]]
+name = "default"
+
+[[clusterQueue]]
+name = "a"
+cohortName = "lab"
+preemption = {{ withinClusterQueue = "LowerPriority", reclaimWithinCohort = "Any" }}
+[[clusterQueue.resourceGroups]]
+coveredResources = ["nvidia.com/gpu"]
+flavors = [{{ name = "default", resources = [{{ name = "nvidia.com/gpu", nominalQuota = {a} }}] }}]
+
+[[clusterQueue]]
+name = "b"
+cohortName = "lab"
+preemption = {{ withinClusterQueue = "LowerPriority", reclaimWithinCohort = "Any" }}
+[[clusterQueue.resourceGroups]]
+coveredResources = ["nvidia.com/gpu"]
+flavors = [{{ name = "default", resources = [{{ name = "nvidia.com/gpu", nominalQuota = {b} }}] }}]
+
+[[localQueue]]
+name = "team-b"
+clusterQueue = "b"
+
+[[workloadPriorityClass]]
+name = "high"
+value = 100
+"""
+
+
+def queues(tmp_path: Path, a: int = 2, b: int = 2) -> QueuesConfig:
+    path = tmp_path / "queues.toml"
+    path.write_text(TWO_QUEUES.format(a=a, b=b))
+    return load_queues(path)
+
+
+def job(i: int, arrival: float, gpus: int, duration: float, queue: str, prio: str = "") -> JobSpec:
+    return JobSpec(i, arrival, gpus, 0, MODEL, duration=duration, queue=queue, priority=prio)
+
+
+CLUSTER = Cluster.homogeneous(1, 4)
+
+
+def test_an_arrival_reclaims_the_quota_another_queue_borrowed(tmp_path: Path) -> None:
+    # a's job borrows b's idle 2 GPUs at 0; b's job arrives at 10 within b's nominal quota:
+    # Kueue evicts a's (InCohortReclamation), admits b's at once; a's waits until b's ends
+    # (110) and runs its last 990 s
+    jobs = [job(0, 0.0, 4, 1000.0, "a"), job(1, 10.0, 2, 100.0, "team-b")]
+    res = simulate(CLUSTER, jobs, "fifo", queues=queues(tmp_path))
+    a, b = res.jobs
+    assert (b.start, b.finish, b.preemptions) == (10.0, 110.0, 0)
+    assert (a.start, a.finish, a.preemptions) == (0.0, 1100.0, 1)
+    assert [(s.start, s.end) for s in res.segments if s.job_id == 0] == [(0, 10), (110, 1100)]
+    qa, qb = res.summary["queues"]["a"], res.summary["queues"]["b"]
+    assert qa["preemptions"]["InCohortReclamation"] == 1 and qa["preemptions"]["policy"] == 0
+    assert qb["preemptions"]["InCohortReclamation"] == 0
+    # a held 4 GPUs for 10 + 990 s, 2 above its nominal quota
+    assert qa["gpu_hours_used"] == pytest.approx(4 * 1000 / 3600)
+    assert qa["gpu_hours_borrowed"] == pytest.approx(2 * 1000 / 3600)
+    assert qb["gpu_hours_borrowed"] == 0.0
+    assert qa["gpu_hours_nominal"] == pytest.approx(2 * 1100 / 3600)
+    assert qb["avg_jct"] == 100.0 and qa["avg_admission_wait"] == 0.0
+    assert [r[0] for r in res.queues] == ["a", "b"]
+
+
+def test_priority_orders_admission_within_a_queue(tmp_path: Path) -> None:
+    # b's jobs need all 4 GPUs (2 borrowed from a): Kueue preempts only within nominal quota
+    # (or with borrowWithinCohort), so the high-priority job 2 waits, and is admitted before
+    # job 1, which arrived earlier
+    jobs = [
+        job(0, 0.0, 4, 100.0, "b"),
+        job(1, 1.0, 4, 100.0, "b"),
+        job(2, 2.0, 4, 100.0, "b", "high"),
+    ]
+    res = simulate(CLUSTER, jobs, "fifo", queues=queues(tmp_path))
+    assert [(j.start, j.preemptions) for j in res.jobs] == [(0, 0), (200, 0), (100, 0)]
+
+
+def test_a_higher_priority_job_preempts_within_its_queue(tmp_path: Path) -> None:
+    # within b's nominal 2 GPUs (a's 2 are busy): job 2 (priority 100) evicts job 1
+    # (InClusterQueue, withinClusterQueue LowerPriority), which resumes when job 2 ends
+    jobs = [
+        job(0, 0.0, 2, 1000.0, "a"),
+        job(1, 0.0, 2, 100.0, "b"),
+        job(2, 10.0, 2, 50.0, "b", "high"),
+    ]
+    res = simulate(CLUSTER, jobs, "fifo", queues=queues(tmp_path))
+    assert [(j.start, j.finish, j.preemptions) for j in res.jobs] == [
+        (0, 1000, 0),
+        (0, 150, 1),
+        (10, 60, 0),
+    ]
+    assert res.summary["queues"]["b"]["preemptions"]["InClusterQueue"] == 1
+
+
+def one_queue(tmp_path: Path, gpus: int) -> QueuesConfig:
+    """One ClusterQueue ``a`` of ``gpus`` GPUs (jobs without a queue go to it)."""
+    two = queues(tmp_path, a=gpus, b=0)
+    return QueuesConfig(two.flavors, {"a": two.cluster_queues["a"]}, two.cohorts, {}, {})
+
+
+JOBS = [job(i, 37.0 * i, 1 + i % 3, 200.0 + 13 * (i % 7), "") for i in range(40)]
+
+
+def test_fifo_under_a_queue_holding_the_whole_cluster_is_fifo(tmp_path: Path) -> None:
+    # Kueue admits in FIFO order (BestEffortFIFO skips what does not fit: fifo's backfill)
+    # up to the 4 GPUs: the same jobs fifo would start, at the same times
+    plain = simulate(CLUSTER, JOBS, "fifo")
+    quota = simulate(CLUSTER, JOBS, "fifo", queues=one_queue(tmp_path, 4))
+    assert quota.jobs == plain.jobs and quota.segments == plain.segments
+    assert quota.summary["queues"]["a"]["gpu_hours_borrowed"] == 0.0
+
+
+@pytest.mark.parametrize("policy", ["fifo", "sjf", "tiresias", "sjf-bsbf"])
+def test_a_quota_that_never_binds_changes_nothing(tmp_path: Path, policy: str) -> None:
+    # every job admitted at its arrival: the policy sees what it sees without queues
+    plain = simulate(CLUSTER, JOBS, policy)
+    quota = simulate(CLUSTER, JOBS, policy, queues=one_queue(tmp_path, 1000))
+    assert quota.jobs == plain.jobs and quota.segments == plain.segments
+    assert {k: v for k, v in quota.summary.items() if k != "queues"} == plain.summary
+
+
+def test_sjf_orders_only_what_the_quota_admitted(tmp_path: Path) -> None:
+    # a quota of the whole cluster admits in FIFO order: sjf chooses among admitted jobs
+    # only, so it differs from sjf without queues on this loaded cluster
+    plain = simulate(CLUSTER, JOBS, "sjf")
+    quota = simulate(CLUSTER, JOBS, "sjf", queues=one_queue(tmp_path, 4))
+    assert quota.jobs != plain.jobs
+
+
+def test_a_job_its_queue_can_never_hold_is_an_input_error(tmp_path: Path) -> None:
+    cfg = queues(tmp_path, a=1, b=1)  # the cohort has 2 GPUs
+    with pytest.raises(InputError, match="job 0 needs 4 GPU"):
+        simulate(CLUSTER, [job(0, 0.0, 4, 10.0, "a")], "fifo", queues=cfg)
+
+
+def test_gavel_policies_do_not_run_with_queues_yet(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="does not run with --queues yet"):
+        simulate(CLUSTER, [job(0, 0.0, 1, 10.0, "a")], "gavel-fifo", queues=queues(tmp_path))
+
+
+# ------------------------------------------------------------------ the command line
+TRACE = """arrival,num_gpus,duration,queue,priority
+0,4,1000,a,
+10,2,100,team-b,high
+20,1,50,team-b,5
+"""
+
+
+def run_cli(tmp_path: Path, *args: str) -> int:
+    from ddlsched.cli import main
+
+    return main(["run", "--cluster", "tiny", "--quiet", *args])
+
+
+def test_run_with_queues_writes_queues_csv_and_checks(tmp_path: Path, capsys) -> None:
+    import csv
+    import json
+
+    from ddlsched.check import check_run
+
+    (tmp_path / "w.csv").write_text(TRACE)
+    queues(tmp_path, a=4, b=4)  # 8 GPUs of tiny: a's job borrows nothing
+    outs = []
+    for k in range(2):
+        out = tmp_path / f"out{k}"
+        argv = ["--workload", str(tmp_path / "w.csv"), "--policy", "fifo", "--out", str(out)]
+        assert run_cli(tmp_path, *argv, "--queues", str(tmp_path / "queues.toml")) == 0
+        outs.append(out)
+        result = check_run(out)
+        assert result.ok, [v.message for v in result.violations]
+    summary = json.loads((outs[0] / "summary.json").read_text())
+    assert summary["queues"]["b"]["jobs"] == 2 and summary["queues"]["a"]["jobs"] == 1
+    rows = list(csv.DictReader((outs[0] / "queues.csv").open()))
+    assert [r["queue"] for r in rows] == ["a", "b"] and rows[1]["nominal_gpus"] == "4"
+    config = json.loads((outs[0] / "config.json").read_text())
+    assert config["queues"] == str(tmp_path / "queues.toml")
+    for name in ("jobs.csv", "segments.csv", "queues.csv", "summary.json"):  # deterministic
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes()
+
+
+def test_a_run_without_queues_records_no_queues_key(tmp_path: Path) -> None:
+    import json
+
+    (tmp_path / "w.csv").write_text(TRACE)
+    out = tmp_path / "out"
+    argv = ["--workload", str(tmp_path / "w.csv"), "--policy", "fifo", "--out", str(out)]
+    assert run_cli(tmp_path, *argv) == 0
+    assert "queues" not in json.loads((out / "config.json").read_text())
+    assert not (out / "queues.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("cell", "field"), [("nobody", "queue"), ("", "queue"), ("urgent", "priority")]
+)
+def test_a_job_naming_no_queue_is_one_line(tmp_path: Path, capsys, cell: str, field: str) -> None:
+    text = TRACE.replace("20,1,50,team-b,5", f"20,1,50,{cell},5")
+    if field == "priority":
+        text = TRACE.replace("20,1,50,team-b,5", f"20,1,50,b,{cell}")
+    (tmp_path / "w.csv").write_text(text)
+    queues(tmp_path)
+    argv = ["--workload", str(tmp_path / "w.csv"), "--policy", "fifo", "--out", str(tmp_path / "o")]
+    assert run_cli(tmp_path, *argv, "--queues", str(tmp_path / "queues.toml")) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert f"{tmp_path / 'w.csv'}, line 4, field '{field}'" in err, err
+
+
+def test_philly_virtual_clusters_become_proportional_queues(tmp_path: Path) -> None:
+    from ddlsched.api import load_run_queues, simulate_named
+
+    # aa: 100 + 7200 GPU-seconds, bb: 200 → 8 GPUs as 7.8 : 0.2 → 8 : 0
+    (tmp_path / "p.csv").write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n"
+        "2017-10-09 07:00:10,100.0,1,100.0,aa\n"
+        "2017-10-09 07:00:00,50.0,4,200.0,bb\n"
+        "2017-10-09 07:00:20,3600.0,2,7200.0,aa\n"
+    )
+    from ddlsched.workloads.traces import read_trace
+
+    jobs = read_trace(tmp_path / "p.csv")
+    cfg = load_run_queues("proportional", Cluster.homogeneous(2, 4), jobs)
+    assert {q: cq.cohort for q, cq in cfg.cluster_queues.items()} == {
+        "aa": "cluster",
+        "bb": "cluster",
+    }
+    nominal = {
+        q: cq.quotas()[("default", "nvidia.com/gpu")].nominal
+        for q, cq in cfg.cluster_queues.items()
+    }
+    assert nominal == {"aa": 8000, "bb": 0}
+    res = simulate_named("tiny", str(tmp_path / "p.csv"), "fifo", queues="proportional")
+    assert res.summary["queues"]["bb"]["gpu_hours_borrowed"] == pytest.approx(4 * 50 / 3600)
+    assert all(j.finish > 0 for j in res.jobs)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "sjf", "tiresias", "sjf-bsbf"])
+def test_policies_under_binding_queues_finish_and_check(tmp_path: Path, policy: str) -> None:
+    from ddlsched.check import check_run
+    from ddlsched.core.results import write_result
+
+    # two queues of 2 GPUs lending to each other, reclaiming: evictions happen
+    jobs = [
+        job(i, 29.0 * i, 1 + i % 2, 300.0 + 17 * (i % 5), "ab"[(i // 4) % 2]) for i in range(30)
+    ]
+    res = simulate(CLUSTER, jobs, policy, queues=queues(tmp_path))
+    assert all(j.finish > j.start >= j.arrival for j in res.jobs)
+    evicted = sum(
+        sum(v for k, v in q["preemptions"].items() if k != "policy")
+        for q in res.summary["queues"].values()
+    )
+    assert evicted > 0, policy
+    write_result(res, tmp_path / "out")
+    result = check_run(tmp_path / "out")
+    assert result.ok, [v.message for v in result.violations]
