@@ -4,7 +4,8 @@ One BLAS thread: scipy's interpolators are slower, not faster, with threads on s
 machines (measured: a 48-query lookup went from ~0.1 s to 15 s under contention).
 
 Parallel runs (``make test`` runs ``pytest -n auto --dist loadgroup -m "not solo"`` with
-pytest-xdist, then the ``solo`` tests — those that compare real processes' timings — alone): the test
+pytest-xdist, then the ``solo`` tests — those that need the machine to themselves: real processes'
+timings, machine-wide clean-ups — alone): the test
 files that start a Ray instance run one after another on one worker (the ``ray`` group),
 because some of them check that every Ray process that appeared during the test is gone at its
 end — a Ray started by a test on another worker would look like a leftover. Every other test

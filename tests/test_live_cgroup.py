@@ -365,6 +365,7 @@ def _service_cgroups(pid: int) -> list[Path]:
     return [p for p in parent.iterdir() if p.name.split("-")[2:3] == [str(pid)]]
 
 
+@pytest.mark.solo  # any service starting meanwhile (another worker's) ends the daemon too
 def test_a_kill9d_services_daemons_end_when_the_next_one_starts(home) -> None:  # noqa: F811
     """The service is SIGKILLed while a job's daemon runs: the next service ends the worker
     (by pid and start time, as before) and the daemon (its dead predecessor's cgroup)."""
