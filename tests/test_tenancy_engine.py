@@ -185,6 +185,7 @@ def test_run_with_queues_writes_queues_csv_and_checks(tmp_path: Path, capsys) ->
         out = tmp_path / f"out{k}"
         argv = ["--workload", str(tmp_path / "w.csv"), "--policy", "fifo", "--out", str(out)]
         assert run_cli(tmp_path, *argv, "--queues", str(tmp_path / "queues.toml")) == 0
+        assert "queues.csv" in capsys.readouterr().out.splitlines()[2]  # the "wrote" line
         outs.append(out)
         result = check_run(out)
         assert result.ok, [v.message for v in result.violations]

@@ -66,7 +66,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"{len(res.jobs)} jobs  avg JCT {s['avg_jct']:.1f} s  median {s['median_jct']:.1f} s  "
         f"p95 {s['p95_jct']:.1f} s  makespan {s['makespan']:.1f} s  GPU util {100 * s['gpu_util']:.1f} %"
     )
-    extra = ", fairness.csv" if res.fairness else ""
+    extra = (", fairness.csv" if res.fairness else "") + (", queues.csv" if res.queues else "")
     print(f"wrote {os.path.join(out, 'config.json')}, summary.json, jobs.csv, segments.csv{extra}")
     if "avg_ftf_rho" in s:
         print(
