@@ -989,6 +989,21 @@ def _on_signal(signum: int, frame: object) -> None:
     raise KeyboardInterrupt()
 
 
+def _interrupted_exit(code: int) -> int:
+    """The exit status of an interrupted command. As the program, after a run that used Ray
+    (its own clean-up done: Ray shut down, its processes ended), the process ends here without
+    the interpreter's finalization: Ray's C++ teardown there crashed a SIGTERMed sweep on a
+    loaded machine (exit −11 after "ddlsched: terminated", twice in CI)."""
+    if _AS_PROGRAM and "ray" in sys.modules:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     global _AS_PROGRAM
     _AS_PROGRAM = argv is None
@@ -1021,9 +1036,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as e:
         if isinstance(e, Terminated) or _received[:1] == [signal.SIGTERM]:
             print("ddlsched: terminated", file=sys.stderr)
-            return EXIT_SIGTERM
+            return _interrupted_exit(EXIT_SIGTERM)
         print("ddlsched: interrupted", file=sys.stderr)
-        return EXIT_SIGINT
+        return _interrupted_exit(EXIT_SIGINT)
     finally:
         _received.clear()
         if previous is not None:  # in-process callers (tests) get their handlers back
