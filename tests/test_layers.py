@@ -85,6 +85,7 @@ LAYERS: dict[str, int] = {
     "live.service.export": 4,
     "live.service.remote": 4,
     "live.service.page": 4,
+    "live.service.tenants": 4,  # serve --queues: the quota layer, tenants' tokens, why pending
     "experiments": 5,
     "config": 5,
     "sweep": 5,

@@ -53,7 +53,7 @@ def test_open_creates_wal_store_with_version(tmp_path: Path) -> None:
     db = sqlite3.connect(tmp_path / "st" / "state.sqlite")
     try:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert db.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+        assert db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
     finally:
         db.close()
     with JobStore(tmp_path / "st") as s:  # reopening an existing store

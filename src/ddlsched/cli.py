@@ -153,6 +153,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         launcher="local" if args.local else "ray",
         listen=args.listen,
         token_file=args.token_file,
+        queues=args.queues,
         settings=Settings.from_mapping(_parse_sets(args.set or [])),
         grace=args.grace,
         hang_timeout=args.hang_timeout,
@@ -201,9 +202,27 @@ def cmd_submit(args: argparse.Namespace) -> int:
             raise InputError("must be ≥ 0", field="--max-restarts")
         jobs = [LiveJob(job_id=0, arrival=0.0, gpus=gpus, command=argv,
                         max_restarts=restarts, duration=args.duration)]  # fmt: skip
+    jobs = _labelled(jobs, args)
     for job_id in _client(args).submit(jobs):
         print(job_id)
     return 0
+
+
+def _labelled(jobs: list, args: argparse.Namespace) -> list:
+    """``submit --name/--queue/--priority``: set on every job (a job file's own values are
+    replaced), checked as a job file's fields are."""
+    from dataclasses import replace
+
+    from .live.jobfile import jobs_from_records
+
+    given = {k: getattr(args, k) for k in ("name", "queue", "priority") if getattr(args, k)}
+    if not given:
+        return jobs
+    try:
+        probe = jobs_from_records([{"gpus": 1, "command": ["x"], **given}], "command line")[0]
+    except InputError as e:
+        raise InputError(e.message, field="--" + str(e.field).rsplit(".", 1)[-1]) from None
+    return [replace(j, **{k: getattr(probe, k) for k in given}) for j in jobs]
 
 
 def shown(text: object) -> str:
@@ -223,6 +242,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     import json
 
     client = _client(args)
+    if args.why is not None:
+        lines = client.why(args.why)
+        if args.json:
+            print(json.dumps({"id": args.why, "why": lines}, indent=2))
+            return 0
+        for line in lines:
+            print(f"job {args.why}: {shown(line)}")
+        return 0
     if args.job is not None:
         doc = client.job(args.job)
         if args.json:
@@ -232,6 +259,9 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"job {doc['id']}: {doc['state']}  gpus {doc['gpus']} (holding {held})  "
               f"attempt {doc['attempt']}  failures {doc['failures']}"
               + (f"  reason: {shown(doc['reason'])}" if doc["reason"] else ""))  # fmt: skip
+        if doc.get("name") or doc.get("queue"):
+            print("  " + "  ".join(f"{k}: {shown(doc[k])}" for k in ("name", "queue", "priority")
+                                   if doc.get(k) is not None))  # fmt: skip
         print(f"  command: {shown(' '.join(doc['command']))}")
         for e in doc["events"]:
             extra = {k: v for k, v in e.items() if k not in ("t", "event")}
@@ -253,8 +283,12 @@ def cmd_status(args: argparse.Namespace) -> int:
             took = ""
             if j["finished_at"] is not None:
                 took = f"JCT {j['finished_at'] - j['submitted_at'] - j['arrival']:.1f} s"
+            label = shown(j.get("name") or "")[:24]
+            if j.get("queue"):
+                label = f"{label} [{shown(j['queue'])[:20]}]".strip()
             print(f"{j['id']:>6}  {state:<9} {j['gpus']:>3} GPU  {where or took:<16} "
-                  f"{shown(' '.join(j['command']))[:60]}")  # fmt: skip
+                  + (f"{label}  " if label else "")
+                  + f"{shown(' '.join(j['command']))[:60]}")  # fmt: skip
     return 0
 
 
@@ -763,6 +797,9 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--no-token", action="store_true",
                     help="accept requests without a token (every local user may then submit "
                     "commands that run as you; loopback only)")  # fmt: skip
+    sv.add_argument("--queues", metavar="Q.yaml",
+                    help="Kueue's manifests: jobs are admitted by their queue's quota first; a "
+                    "token per LocalQueue in DIR/tenant-tokens.json (docs/live.md 'Tenants')")  # fmt: skip
     sv.add_argument("--set", action="append", metavar="KEY=VALUE", help="policy setting")
     sv.add_argument("--grace", type=float_arg, default=10.0, metavar="S",
                     help="seconds a stopped job has to checkpoint before SIGKILL (default 10)")  # fmt: skip
@@ -788,10 +825,15 @@ def build_parser() -> argparse.ArgumentParser:
     sb.add_argument("--gpus", type=int_arg, help="GPUs of the --command job (default 1)")
     sb.add_argument("--duration", type=float_arg, metavar="S", help="its run-time estimate")
     sb.add_argument("--max-restarts", type=int_arg, metavar="N", help="its restarts (default 3)")
+    sb.add_argument("--name", help="the jobs' name (shown by status and the status page)")
+    sb.add_argument("--queue", help="their LocalQueue (a service with --queues)")
+    sb.add_argument("--priority", help="their priority: an integer or a WorkloadPriorityClass")
     client_options(sb)
     sb.set_defaults(func=cmd_submit)
     su = sub.add_parser("status", help="a service's queue, running and ended jobs (or one job)")
     su.add_argument("job", nargs="?", type=int_arg, metavar="JOB", help="one job's id")
+    su.add_argument("--why", type=int_arg, metavar="JOB",
+                    help="why a job is pending: its quota layer's reasons, one line each")  # fmt: skip
     su.add_argument("--json", action="store_true", help="print the service's JSON")
     client_options(su)
     su.set_defaults(func=cmd_status)

@@ -59,6 +59,12 @@ class LiveJob:
     duration: float | None = None
     #: the job's total batch size (elastic policies start from it)
     batch_size: int | None = None
+    #: a name to show (``ddlsched status``, the status page); jobs are still known by id
+    name: str | None = None
+    #: the LocalQueue (or ClusterQueue) of a run with queues (``serve --queues``); "": none
+    queue: str = ""
+    #: its priority there: an integer or a WorkloadPriorityClass's name, as text; "": 0
+    priority: str = ""
     #: the line of the job file the job was read from (for messages); not part of its identity
     line: int | None = dataclasses.field(default=None, compare=False, repr=False)
 
@@ -79,7 +85,12 @@ FIELDS: tuple[str, ...] = (
     "checkpoint_dir",
     "duration",
     "batch_size",
+    "name",
+    "queue",
+    "priority",
 )
+#: the longest job name, queue name or priority text (a Kubernetes name is at most 253)
+MAX_NAME = 253
 
 
 class _Where:
@@ -246,7 +257,24 @@ def _build(record: dict[str, Any], where: _Where) -> LiveJob:
         fields["duration"] = _float(present, "duration", where, duration=True)
     if "batch_size" in present:
         fields["batch_size"] = _int(present, "batch_size", where, 1)
+    for name in ("name", "queue", "priority"):
+        if name in present:
+            fields[name] = _label(present, name, where)
     return LiveJob(**fields)
+
+
+def _label(record: dict[str, Any], name: str, where: _Where) -> str:
+    """A job's ``name``, ``queue`` or ``priority`` (an integer is taken as its text): one line
+    of printable text, at most :data:`MAX_NAME` characters, surrounding spaces removed."""
+    value = record[name]
+    if name == "priority" and isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    value = _text(record | {name: value}, name, where).strip()
+    if len(value) > MAX_NAME:
+        raise where.error(f"is longer than {MAX_NAME} characters", name)
+    if not value.isprintable() or not _utf8(value):
+        raise where.error("contains a control character or a lone surrogate", name)
+    return value
 
 
 def _finish(jobs: list[LiveJob], wheres: list[_Where]) -> list[LiveJob]:

@@ -81,6 +81,8 @@ def to_specs(jobs: list[LiveJob], time_scale: float) -> list[JobSpec]:
             model=model,
             duration=j.duration or 0.0,
             name=" ".join(j.command)[:80],
+            queue=j.queue,
+            priority=j.priority,
         )
         for j in jobs
     ]

@@ -182,11 +182,15 @@ class ServiceSimulator(RealtimeSimulator):
         order, as policies read them."""
         job = JobState(spec=spec)
         self.by_id[spec.job_id] = job
+        if self.admission is not None:
+            self.admission.add(spec)  # type: ignore[attr-defined]  # its workload
         self.at(max(spec.arrival, self.now), self._arrive, job)
         return job
 
     def _arrive(self, job: JobState) -> None:
         if job.status != DONE:  # a job cancelled before it arrived never does
+            if self.admission is not None:
+                self._index[job.job_id] = len(self.jobs)  # where ``admit`` finds it
             self.jobs.append(job)
             super()._arrive(job)
 
@@ -199,7 +203,13 @@ class ServiceSimulator(RealtimeSimulator):
             return
         executor = self.executor
         arrived = job in self.queue or self.running.get(job_id) is job
-        if job in self.queue:
+        if self.admission is not None:
+            self.admission.forget(job_id)  # type: ignore[attr-defined]
+        held = job in self.held
+        if held:  # waiting for the quota layer: the policy saw it only if it was admitted once
+            self.held.remove(job)
+            arrived = self._index.get(job_id, len(self.jobs)) < self.arrived
+        elif job in self.queue:
             self.queue.remove(job)
         elif self.running.get(job_id) is job:
             if self.launch_pending.pop(job_id, None) is not None:
@@ -209,8 +219,9 @@ class ServiceSimulator(RealtimeSimulator):
                 self._release(job, draining=bool(executor.stop(job)))
         job.status = DONE
         if arrived:
-            self.finished += 1
             self.completed.append(job)
+        if arrived or held:
+            self.finished += 1
         self._dirty = True
 
     def _policy_pass(self) -> None:

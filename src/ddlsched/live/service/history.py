@@ -165,6 +165,8 @@ def overview(
             queue.append(
                 {
                     "id": j.id,
+                    "name": j.job.name,
+                    "queue": j.job.queue or None,
                     "gpus": j.job.gpus,
                     "command": cmd(j),
                     "submitted": j.submitted_at - origin,
@@ -177,6 +179,8 @@ def overview(
             running.append(
                 {
                     "id": j.id,
+                    "name": j.job.name,
+                    "queue": j.job.queue or None,
                     "gpus": j.job.gpus,
                     "gpus_held": sorted(j.gpus_held),
                     "since": since,
@@ -190,6 +194,8 @@ def overview(
             ended.append(
                 {
                     "id": j.id,
+                    "name": j.job.name,
+                    "queue": j.job.queue or None,
                     "state": j.state,
                     "submitted": j.submitted_at - origin,
                     "ended": end,

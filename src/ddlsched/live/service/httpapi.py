@@ -130,6 +130,9 @@ def job_record(j: StoredJob) -> dict[str, Any]:
         "gpus_held": list(j.gpus_held),
         "reason": j.reason,
         "finished_at": j.finished_at,
+        "name": j.job.name,
+        "queue": j.job.queue or None,
+        "priority": j.job.priority or None,
     }
 
 
@@ -181,19 +184,38 @@ def _web_safe(svc: ServiceView, method: str, headers: CIMultiDictProxy[str]) -> 
                                 "application/json)")  # fmt: skip
 
 
+#: who a request is: ``ADMIN`` (the service's token, or no token at all), or a tenant (the
+#: name of the LocalQueue whose token it carries); None: refused
+ADMIN = ""
+
+
 def _authorised(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
-                headers: CIMultiDictProxy[str]) -> bool:  # fmt: skip
-    """The token (when the service has one) in ``Authorization: Bearer TOKEN`` (the scheme
-    in any case, RFC 7235); ``?token=`` only opens the read-only status page."""
+                headers: CIMultiDictProxy[str]) -> str | None:  # fmt: skip
+    """Who sends the request: the token (when the service has one) in ``Authorization:
+    Bearer TOKEN`` (the scheme in any case, RFC 7235) is the admin's (:data:`ADMIN`) or a
+    LocalQueue's (its name; ``serve --queues``); None: no or a wrong token. ``?token=`` only
+    opens the read-only status page. Every token is compared, each in constant time."""
     token = svc.token
     if token is None:
-        return True
+        return ADMIN
     scheme, _, given = headers.get("Authorization", "").strip().partition(" ")
     if scheme.lower() != "bearer":
         given = ""
         if method in ("GET", "HEAD") and path == "/":
             given = (query.get("token") or [""])[0]
-    return hmac.compare_digest(given.strip().encode("utf-8", "replace"), token.encode("utf-8"))
+    raw = given.strip().encode("utf-8", "replace")
+    who = ADMIN if hmac.compare_digest(raw, token.encode("utf-8")) else None
+    for tenant_token, queue in getattr(svc, "tenants", {}).items():
+        if hmac.compare_digest(raw, tenant_token.encode("utf-8")):
+            who = queue
+    return who
+
+
+def _own(who: str, j: StoredJob) -> None:
+    """A tenant acts on its own LocalQueue's jobs only (403, one line)."""
+    if who != ADMIN and j.job.queue != who:
+        raise _Refused(403, f"job {j.id} is not in LocalQueue {who!r}: a tenant's token "
+                            "reaches its own queue's jobs only")  # fmt: skip
 
 
 def _decode(raw: bytes) -> Any:
@@ -211,7 +233,7 @@ def _no_constant(name: str) -> float:
 
 # ---------------------------------------------------------------------- routes (in the pool)
 def _jobs(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
-          raw: bytes | None) -> Answer:  # fmt: skip
+          raw: bytes | None, who: str = ADMIN) -> Answer:  # fmt: skip
     store = svc.store
     assert store is not None
     if method == "GET":
@@ -221,7 +243,8 @@ def _jobs(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
             bad = [s for s in states if s not in STATES]
             if bad:
                 raise _Refused(400, f"unknown state {bad[0]!r}; valid: {', '.join(STATES)}")
-        return _json(200, {"jobs": [job_record(j) for j in store.jobs(states)]})
+        mine = [j for j in store.jobs(states) if who == ADMIN or j.job.queue == who]
+        return _json(200, {"jobs": [job_record(j) for j in mine]})
     assert raw is not None
     doc = _decode(raw)
     if svc.draining:
@@ -236,16 +259,51 @@ def _jobs(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
                              "application profile ('app'); leave it out", source="request",
                              field="app")  # fmt: skip
     check_fits(jobs, svc.cluster, "request")
+    jobs = _queued(svc, jobs, who)
     ids = store.submit(jobs, time.time())
     svc.inbox.put(("submit", ids))
     return _json(201, {"ids": ids})
 
 
+def _queued(svc: ServiceView, jobs: list[Any], who: str) -> list[Any]:
+    """The jobs' queues and priorities checked (``serve --queues``; without it a job may
+    name neither); a tenant's jobs go to its LocalQueue, and to no other (403)."""
+    from .tenants import with_tenant_queue
+
+    admission = getattr(svc, "admission", None)
+    out = []
+    for index, j in enumerate(jobs):
+        if admission is None:
+            for name in ("queue", "priority"):
+                if getattr(j, name):
+                    raise InputError(f"job {index}: the service runs without --queues; leave "
+                                     f"{name} out", source="request", field=name)  # fmt: skip
+            out.append(j)
+            continue
+        if who != ADMIN:
+            j = with_tenant_queue(j, who)
+            if j.queue != who:
+                raise _Refused(403, f"job {index}: a tenant of LocalQueue {who!r} submits to "
+                                    f"it only, not to {j.queue!r}")  # fmt: skip
+        out.append(admission.check(j, index))
+    return out
+
+
 def _job(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
-         raw: bytes | None) -> Answer:  # fmt: skip
+         raw: bytes | None, who: str = ADMIN) -> Answer:  # fmt: skip
     store = svc.store
     assert store is not None
-    job_id = _job_id(path.rstrip("/").rsplit("/", 1)[1])
+    parts = path.rstrip("/").split("/")
+    why = len(parts) == 4 and parts[3] == "why"
+    job_id = _job_id(parts[2] if why else parts[-1])
+    _own(who, store.job(job_id))
+    if why:  # /jobs/ID/why
+        from .tenants import explain
+
+        policy = str(svc.service_info().get("policy", "?"))
+        return _json(200, {"id": job_id,
+                           "why": explain(getattr(svc, "admission", None), store.job(job_id),
+                                          policy)})  # fmt: skip
     if method == "GET":
         doc = job_record(store.job(job_id))
         doc["events"] = [{"t": e.t, "event": e.event, **e.detail} for e in store.job_events(job_id)]
@@ -257,34 +315,44 @@ def _job(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
 
 
 def _drain(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
-           raw: bytes | None) -> Answer:  # fmt: skip
+           raw: bytes | None, who: str = ADMIN) -> Answer:  # fmt: skip
+    if who != ADMIN:
+        raise _Refused(403, "only the admin's token drains the service")
     svc.draining = True
     svc.inbox.put(("drain", None))
     return _json(202, {"draining": True, "running": svc.store.counts()["running"]})  # type: ignore[union-attr]
 
 
 def _health(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
-            raw: bytes | None) -> Answer:  # fmt: skip
+            raw: bytes | None, who: str = ADMIN) -> Answer:  # fmt: skip
     return _json(200, {"ok": True, "url": svc.url, **svc.service_info()})
 
 
 def _overview_route(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
-                    raw: bytes | None) -> Answer:  # fmt: skip
-    return _json(200, _overview(svc))
+                    raw: bytes | None, who: str = ADMIN) -> Answer:  # fmt: skip
+    return _json(200, _overview(svc, who))
 
 
 def _page(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
-          raw: bytes | None) -> Answer:  # fmt: skip
+          raw: bytes | None, who: str = ADMIN) -> Answer:  # fmt: skip
     from .page import status_page
 
-    return 200, status_page(_overview(svc)).encode("utf-8"), "text/html; charset=utf-8", {}
+    return 200, status_page(_overview(svc, who)).encode("utf-8"), "text/html; charset=utf-8", {}
 
 
-def _overview(svc: ServiceView) -> dict[str, object]:
+def _overview(svc: ServiceView, who: str = ADMIN) -> dict[str, object]:
     store = svc.store
     assert store is not None
     executor = svc.executor
     jobs = store.jobs()
+    if who != ADMIN:  # a tenant sees its own LocalQueue's jobs
+        jobs = [j for j in jobs if j.job.queue == who]
+        ids = {j.id for j in jobs}
+        events = [e for e in store.events() if e.job in ids]
+        steps = (
+            {j.id: executor.step_of(j.id) for j in jobs if j.state == "running"} if executor else {}
+        )
+        return overview(jobs, events, time.time(), svc.service_info(), steps)
     steps = {j.id: executor.step_of(j.id) for j in jobs if j.state == "running"} if executor else {}
     return overview(jobs, store.events(), time.time(), svc.service_info(), steps)
 
@@ -293,6 +361,7 @@ def _overview(svc: ServiceView) -> dict[str, object]:
 _ROUTES: dict[str, tuple[tuple[str, ...], Any, bool]] = {
     "/jobs": (("GET", "POST"), _jobs, True),
     "/jobs/ID": (("GET", "DELETE"), _job, False),
+    "/jobs/ID/why": (("GET",), _job, False),
     "/drain": (("POST",), _drain, False),
     "/health": (("GET",), _health, False),
     "/api/overview": (("GET",), _overview_route, False),
@@ -304,7 +373,7 @@ _ROUTES: dict[str, tuple[tuple[str, ...], Any, bool]] = {
 def _route_key(path: str) -> str:
     path = path.rstrip("/") or "/"
     if path.startswith("/jobs/"):
-        return "/jobs/ID"
+        return "/jobs/ID/why" if path.count("/") == 3 and path.endswith("/why") else "/jobs/ID"
     return path
 
 
@@ -345,6 +414,11 @@ class _Api:
                 service.draining,
             )
         )
+        config = getattr(service, "queues_config", None)
+        if config is not None:  # ``serve --queues``: the families per queue too
+            from .tenants import QueueCollector
+
+            self.metrics.register(QueueCollector(lambda: service.store, config))
 
     async def __call__(self, request: web.BaseRequest) -> web.StreamResponse:
         svc = self.service
@@ -353,7 +427,8 @@ class _Api:
         query = parse_qs(url.query)
         try:
             _web_safe(svc, method, request.headers)
-            if not _authorised(svc, method, url.path, query, request.headers):
+            who = _authorised(svc, method, url.path, query, request.headers)
+            if who is None:
                 raise _Refused(401, "missing or wrong token (send 'Authorization: Bearer TOKEN')",
                                {"WWW-Authenticate": "Bearer"})  # fmt: skip
             if not svc.ready:
@@ -367,6 +442,8 @@ class _Api:
             if verb not in methods:
                 raise _Refused(405, f"{method} is not allowed on {url.path[:100]}",
                                {"Allow": ", ".join(methods)})  # fmt: skip
+            if handler is None and who != ADMIN:
+                raise _Refused(403, "/metrics is the admin's: a tenant's token does not read it")
             raw = await self._read_body(request) if reads_body and verb == "POST" else None
         except _Refused as e:
             return _response(_refusal(e), close=e.close)
@@ -375,7 +452,7 @@ class _Api:
             answer = await loop.run_in_executor(self.pool, self._metrics)
         else:
             answer = await loop.run_in_executor(
-                self.pool, _run, handler, svc, verb, url.path, query, raw
+                self.pool, _run, handler, svc, verb, url.path, query, raw, who
             )
         return _response(answer)
 

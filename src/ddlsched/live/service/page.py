@@ -39,15 +39,15 @@ _BODY = """
 <span id="s-gpus"></span><span id="s-draining" class="badge" hidden>draining</span>
 <span id="s-time"></span><span id="conn" hidden>disconnected</span></header>
 <h2>Queue</h2>
-<table id="queue"><thead><tr><th>id</th><th>GPUs</th><th>command</th><th>waited</th>
+<table id="queue"><thead><tr><th>id</th><th>name</th><th>GPUs</th><th>command</th><th>waited</th>
 <th>failures</th></tr></thead><tbody></tbody></table>
 <h2>Running</h2>
-<table id="running"><thead><tr><th>id</th><th>GPUs held</th><th>command</th><th>running for</th>
+<table id="running"><thead><tr><th>id</th><th>name</th><th>GPUs held</th><th>command</th><th>running for</th>
 <th>attempt</th><th>step</th></tr></thead><tbody></tbody></table>
 <h2>GPUs <span id="gantt-window"></span></h2>
 <svg id="gantt" xmlns="http://www.w3.org/2000/svg" width="1000" height="40"></svg>
 <h2>Finished</h2>
-<table id="finished"><thead><tr><th>id</th><th>state</th><th>JCT</th><th>reason</th></tr>
+<table id="finished"><thead><tr><th>id</th><th>name</th><th>state</th><th>JCT</th><th>reason</th></tr>
 </thead><tbody></tbody></table>
 <h2>Utilisation (busy GPU fraction)</h2>
 <svg id="utilisation" xmlns="http://www.w3.org/2000/svg" width="1000" height="160"></svg>
@@ -175,15 +175,15 @@ function render(o) {
   $("s-time").textContent = "data of " + (isNaN(when) ? "?" :
     when.toISOString().replace("T", " ").slice(0, 19) + " UTC") + " (t = " + now.toFixed(1) + " s)";
   fill("queue", o.queue || [], function (j) {
-    return [["n", j.id], ["n", j.gpus], ["code", j.command], ["n", dur(now - num(j.submitted))],
+    return [["n", j.id], ["", j.name], ["n", j.gpus], ["code", j.command], ["n", dur(now - num(j.submitted))],
       ["n", j.failures]];
   });
   fill("running", o.running || [], function (j) {
-    return [["n", j.id], ["", (j.gpus_held || []).join(", ")], ["code", j.command],
+    return [["n", j.id], ["", j.name], ["", (j.gpus_held || []).join(", ")], ["code", j.command],
       ["n", dur(now - num(j.since))], ["n", j.attempt], ["n", j.step]];
   });
   fill("finished", o.finished || [], function (j) {
-    return [["n", j.id], ["", j.state], ["n", dur(j.jct)], ["", j.reason]];
+    return [["n", j.id], ["", j.name], ["", j.state], ["n", dur(j.jct)], ["", j.reason]];
   }, function (j) { return String(j.state); });
   gantt(o, now);
   utilisation(o, now);

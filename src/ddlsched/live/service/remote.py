@@ -21,9 +21,9 @@ def job_payload(job: LiveJob) -> dict[str, Any]:
     """A job as ``POST /jobs`` takes it (the fields a job file gives, ids left to the service)."""
     doc: dict[str, Any] = {"arrival": job.arrival, "gpus": job.gpus, "command": list(job.command),
                            "max_restarts": job.max_restarts}  # fmt: skip
-    for name in ("app", "checkpoint_dir", "duration", "batch_size"):
+    for name in ("app", "checkpoint_dir", "duration", "batch_size", "name", "queue", "priority"):
         value = getattr(job, name)
-        if value is not None:
+        if value is not None and value != "":
             doc[name] = value
     return doc
 
@@ -113,6 +113,10 @@ class ServiceClient:
 
     def job(self, job_id: int) -> dict[str, Any]:
         return dict(self.call("GET", f"/jobs/{int(job_id)}")[1])
+
+    def why(self, job_id: int) -> list[str]:
+        """Why a job is where it is (pending: the quota layer's reasons), one line each."""
+        return list(self.call("GET", f"/jobs/{int(job_id)}/why")[1]["why"])
 
     def cancel(self, job_id: int) -> dict[str, Any]:
         return dict(self.call("DELETE", f"/jobs/{int(job_id)}")[1])

@@ -130,6 +130,9 @@ class ServeConfig:
     #: service's own in DIR/token unless ``token_file`` names one
     no_token: bool = False
     seed: int = 0
+    #: Kueue's manifests (``--queues``): jobs are admitted by their queues' quotas first
+    #: (docs/live.md "Tenants"); None: no quota layer, as before
+    queues: str | None = None
 
 
 class Service:
@@ -169,6 +172,14 @@ class Service:
         self._helpers_at = 0.0
         self._disk_at = -1e9
         self._disk_low = False
+        #: the quota layer (``--queues``) and the tenants' tokens (token → LocalQueue)
+        self.admission: Any = None
+        self.tenants: dict[str, str] = {}
+        self.queues_config: Any = None
+        if cfg.queues is not None:
+            from ...tenancy import load_queues
+
+            self.queues_config = load_queues(cfg.queues)
 
     # ------------------------------------------------------------------ start-up
     def _lock(self) -> None:
@@ -231,6 +242,7 @@ class Service:
             "ray_address": cfg.ray_address,
             "launcher": cfg.launcher if not cfg.ray_address else "ray-cluster",
             "seed": cfg.seed,
+            **({"queues": str(Path(cfg.queues).resolve())} if cfg.queues else {}),
             "settings": cfg.settings.sectioned(),
             "resolved": resolved,
         }  # fmt: skip
@@ -245,6 +257,22 @@ class Service:
         spec = to_specs([stored.job], 1.0)[0]
         arrival = stored.submitted_at + stored.job.arrival - self.sim.origin
         self.sim.add_job(replace(spec, job_id=stored.id, arrival=max(arrival, 0.0)))
+
+    def _admissible(self, j: StoredJob) -> bool:
+        """With ``--queues``, whether a recovered job's queue and priority are still known
+        (the queues may have changed, or the job is older than them): if not, it is failed
+        with the reason, and the log says so."""
+        if self.admission is None:
+            return True
+        assert self.store is not None
+        try:
+            self.admission.check(j.job, j.id)
+        except InputError as e:
+            why = f"not admissible with --queues {self.cfg.queues}: {e.message}"
+            self.store.fail(j.id, time.time(), why)
+            self.say(f"ddlsched serve: job {j.id} failed: {why}")
+            return False
+        return True
 
     def _take_inbox(self) -> None:
         """What the HTTP API committed since the last look: new jobs, cancellations,
@@ -280,6 +308,11 @@ class Service:
         self._lock()
         if self.token is None and not cfg.no_token:
             self.token = own_token(self.state / TOKEN_FILE)
+        if self.queues_config is not None and self.token is not None:
+            from .tenants import tenant_tokens
+
+            by_queue = tenant_tokens(self.state, self.queues_config, self.token)
+            self.tenants = {token: lq for lq, token in by_queue.items()}
         free = self.free_mb()
         if free is not None and free < cfg.min_free_mb:
             raise InputError(
@@ -288,6 +321,9 @@ class Service:
                 source=str(self.state),
             )
         self.store = store = JobStore(self.state)
+        if store.migrated_from is not None:
+            self.say(f"ddlsched serve: state store migrated from schema version "
+                     f"{store.migrated_from} to {store.path.name}'s current one")  # fmt: skip
         launcher = None
         server = None
         stop = threading.Event()
@@ -316,6 +352,11 @@ class Service:
             sim = build_simulator(cluster, [], cfg.policy, seed=cfg.seed,
                                   settings=cfg.settings, backend=backend)  # fmt: skip
             assert isinstance(sim, ServiceSimulator)
+            if self.queues_config is not None:
+                from .tenants import ServiceAdmission
+
+                self.admission = ServiceAdmission(self.queues_config)
+                sim.set_admission(self.admission)
             self.sim = sim
             self._record(cluster, dict(sim.resolved))
             jobs = store.jobs()
@@ -323,6 +364,8 @@ class Service:
             for j in jobs:
                 if j.state not in ENDED:
                     check_fits([j.job], cluster, "the state store")
+                    if not self._admissible(j):
+                        continue
                     ran = sum((e if e is not None else s) - s for s, e, _ in hist[j.id].segments)
                     self._add(j, attained=ran)
             sim.between = self._take_inbox
@@ -503,7 +546,7 @@ class Service:
             "disk_low": self._disk_low,
             "version": __version__,
             "pid": os.getpid(),
-        }
+        } | ({"queues": self.cfg.queues} if self.cfg.queues is not None else {})
 
 
 def _end_process(pid: int, start: int, wait: float = 5.0) -> bool:

@@ -40,8 +40,9 @@ __all__ = [
     "UnknownJobError",
 ]
 
-#: The schema this code reads and writes; a store with another one is refused at open.
-SCHEMA_VERSION = 1
+#: The schema this code reads and writes; a version 1 store is migrated in place at open
+#: (:data:`MIGRATIONS`), any other version is refused.
+SCHEMA_VERSION = 2
 #: Every state a job can be in.
 STATES: tuple[str, ...] = ("queued", "running", "finished", "failed", "cancelled")
 #: The states a job never leaves.
@@ -70,7 +71,10 @@ CREATE TABLE IF NOT EXISTS jobs (
     gpus_held TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(gpus_held)),
     reason TEXT,
     finished_at REAL,
-    procs TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(procs))
+    procs TEXT NOT NULL DEFAULT '[]' CHECK (json_valid(procs)),
+    name TEXT,
+    queue TEXT,
+    priority TEXT
 );
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -82,6 +86,18 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
 CREATE INDEX IF NOT EXISTS events_job ON events(job);
 """
+
+#: version → the statements that take a store of that version to the next one (issue #28:
+#: version 2 adds the jobs' ``name``, ``queue`` and ``priority``; jobs stored before have
+#: none: NULL, "no queue"). All of a store's steps run in one transaction with the version's
+#: update, so a store is either migrated whole or left as it was.
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        "ALTER TABLE jobs ADD COLUMN name TEXT",
+        "ALTER TABLE jobs ADD COLUMN queue TEXT",
+        "ALTER TABLE jobs ADD COLUMN priority TEXT",
+    ),
+}
 
 
 class StateError(InputError):
@@ -240,6 +256,7 @@ class JobStore:
             raise
 
     def _open(self) -> None:
+        self.migrated_from = None
         db = self._db
         db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         if db.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
@@ -258,6 +275,13 @@ class JobStore:
             if "schema_version" in tables:
                 rows = cur.execute("SELECT version FROM schema_version").fetchall()
                 found = rows[0][0] if len(rows) == 1 else None
+                if found in MIGRATIONS and isinstance(found, int) and found < SCHEMA_VERSION:
+                    for version in range(found, SCHEMA_VERSION):
+                        for statement in MIGRATIONS[version]:
+                            cur.execute(statement)
+                    cur.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+                    self.migrated_from: int | None = found
+                    return
                 if found != SCHEMA_VERSION:
                     raise InputError(
                         f"state schema version {found} is not the version {SCHEMA_VERSION} "
@@ -384,8 +408,8 @@ class JobStore:
                 _check_job(job, index)  # inside the transaction: a bad job undoes the others
                 cur.execute(
                     "INSERT INTO jobs (submitted_at, command, gpus, arrival, app, batch_size,"
-                    " duration, max_restarts, checkpoint_dir, state)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued')",
+                    " duration, max_restarts, checkpoint_dir, name, queue, priority, state)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued')",
                     (
                         t,
                         json.dumps(list(job.command)),
@@ -396,6 +420,9 @@ class JobStore:
                         None if job.duration is None else float(job.duration),
                         job.max_restarts,
                         job.checkpoint_dir,
+                        job.name,
+                        job.queue or None,
+                        job.priority or None,
                     ),
                 )
                 job_id = int(cur.lastrowid)  # type: ignore[arg-type]
@@ -573,13 +600,14 @@ class JobStore:
     # ------------------------------------------------------------------ reads
     _COLUMNS = (
         "id, submitted_at, command, gpus, arrival, app, batch_size, duration, max_restarts,"
-        " checkpoint_dir, state, attempt, failures, gpus_held, reason, finished_at"
+        " checkpoint_dir, state, attempt, failures, gpus_held, reason, finished_at,"
+        " name, queue, priority"
     )
 
     @staticmethod
     def _stored(row: tuple) -> StoredJob:
         (id_, submitted, command, gpus, arrival, app, batch, duration, max_restarts, ckpt,
-         state, attempt, failures, held, reason, finished) = row  # fmt: skip
+         state, attempt, failures, held, reason, finished, name, queue, priority) = row  # fmt: skip
         job = LiveJob(
             job_id=id_,
             arrival=arrival,
@@ -590,6 +618,9 @@ class JobStore:
             checkpoint_dir=ckpt,
             duration=duration,
             batch_size=batch,
+            name=name,
+            queue=queue or "",
+            priority=priority or "",
         )
         return StoredJob(
             id=id_,
@@ -656,6 +687,15 @@ class JobStore:
         out["restarts"] = int(restarts)
         out.update({f"event:{k}": int(v) for k, v in events.items()})
         return out
+
+    def queue_counts(self) -> dict[tuple[str, str], tuple[int, int]]:
+        """Per (queue, state) with jobs: (jobs, GPUs held); a job without a queue under ""."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT coalesce(queue, ''), state, count(*), sum(json_array_length(gpus_held))"
+                " FROM jobs GROUP BY 1, 2"
+            ).fetchall()
+        return {(q, s): (int(n), int(g or 0)) for q, s, n, g in rows}
 
     def job_events(self, job_id: int) -> list[Event]:
         """The events of one job, oldest first."""
