@@ -22,6 +22,9 @@ from _processes import cmdlines
 
 pytest.importorskip("ray")
 
+#: alone: its tests check that no Ray process other than their own appeared meanwhile
+pytestmark = pytest.mark.solo
+
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN = ROOT / "examples" / "live" / "train.py"
 

@@ -204,6 +204,7 @@ def starting_steps(state: Path, job_id: int) -> list[int]:
 
 
 # ------------------------------------------------------------------ crash safety
+@pytest.mark.solo  # a concurrent service ends a killed service's cgroup leftovers first
 def test_kill9_mid_run_then_restart_every_job_ends_exactly_once(home) -> None:
     path, tag, _ = home
     svc = serve(home)
