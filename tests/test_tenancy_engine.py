@@ -272,3 +272,99 @@ def test_policies_under_binding_queues_finish_and_check(tmp_path: Path, policy: 
     write_result(res, tmp_path / "out")
     result = check_run(tmp_path / "out")
     assert result.ok, [v.message for v in result.violations]
+
+
+# ------------------------------------------------------------------ the incremental layer
+CONTENDED = """
+{fair}
+[[resourceFlavor]]
+name = "default"
+
+[[clusterQueue]]
+name = "a"
+cohortName = "lab"
+queueingStrategy = "{strategy}"
+preemption = {{ withinClusterQueue = "LowerPriority", reclaimWithinCohort = "Any" }}
+[[clusterQueue.resourceGroups]]
+coveredResources = ["nvidia.com/gpu"]
+flavors = [{{ name = "default", resources = [{{ name = "nvidia.com/gpu", nominalQuota = 3 }}] }}]
+
+[[clusterQueue]]
+name = "b"
+cohortName = "lab"
+preemption = {{ withinClusterQueue = "LowerPriority", reclaimWithinCohort = "LowerPriority", borrowWithinCohort = {{ policy = "LowerPriority" }} }}
+[[clusterQueue.resourceGroups]]
+coveredResources = ["nvidia.com/gpu"]
+flavors = [{{ name = "default", resources = [{{ name = "nvidia.com/gpu", nominalQuota = 3, borrowingLimit = 2, lendingLimit = 2 }}] }}]
+
+[[clusterQueue]]
+name = "c"
+cohortName = "lab"
+preemption = {{ withinClusterQueue = "LowerOrNewerEqualPriority", reclaimWithinCohort = "Any" }}
+[[clusterQueue.resourceGroups]]
+coveredResources = ["nvidia.com/gpu"]
+flavors = [{{ name = "default", resources = [{{ name = "nvidia.com/gpu", nominalQuota = 2 }}] }}]
+
+[[workloadPriorityClass]]
+name = "high"
+value = 100
+"""
+
+
+@pytest.mark.parametrize("policy", ["fifo", "tiresias", "sjf-bsbf"])
+@pytest.mark.parametrize(
+    ("fair", "strategy"),
+    [
+        ("", "BestEffortFIFO"),
+        ("", "StrictFIFO"),
+        ("[configuration]\nfairSharing = { enable = true }", "BestEffortFIFO"),
+    ],
+)
+def test_the_incremental_layer_decides_as_a_whole_snapshot_does(
+    tmp_path: Path, monkeypatch, policy: str, fair: str, strategy: str
+) -> None:
+    # Kueue's state kept between scheduling points, the cycle run only when its answer can
+    # change (the default) against decide() on a whole snapshot at every point: the same run
+    # on a contended cluster of three queues (borrowing, reclaims, lending and borrowing
+    # limits, priorities, fair sharing or not), files byte for byte
+    from functools import partialmethod
+
+    from ddlsched.core import admission
+    from ddlsched.core.results import write_result
+
+    path = tmp_path / "q.toml"
+    path.write_text(CONTENDED.format(fair=fair, strategy=strategy))
+    cfg = load_queues(path)
+    cluster = Cluster.homogeneous(2, 4)
+    jobs = [
+        job(
+            i,
+            11.0 * i + (i % 4) * 3.0,
+            1 + (i * 7) % 4,
+            60.0 + 37 * (i % 9),
+            "abc"[(i * 5 // 3) % 3],
+            "high" if i % 11 == 5 else str(i % 3),
+        )
+        for i in range(160)
+    ]
+    files = []
+    for incremental in (True, False):
+        with monkeypatch.context() as m:
+            init = partialmethod(admission.KueueAdmission.__init__, incremental=incremental)
+            m.setattr(admission.KueueAdmission, "__init__", init)
+            res = simulate(cluster, jobs, policy, queues=cfg)
+        out = tmp_path / f"out-{incremental}"
+        write_result(res, out)
+        files.append(
+            {
+                n: (out / n).read_bytes()
+                for n in ("jobs.csv", "segments.csv", "queues.csv", "summary.json")
+            }
+        )
+    assert files[0] == files[1]
+    evicted = sum(
+        sum(v for k, v in q["preemptions"].items() if k != "policy")
+        for q in res.summary["queues"].values()
+    )
+    borrowed = sum(q["gpu_hours_borrowed"] for q in res.summary["queues"].values())
+    assert evicted > 0 and borrowed > 0
