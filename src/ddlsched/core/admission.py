@@ -344,6 +344,9 @@ class KueueAdmission:
                 "gpu_hours_nominal": float(nominal * makespan / 3600),
                 "gpu_hours_borrowed": float(self.borrowed.get(q, 0.0) / 3600),
                 "preemptions": {r: reasons.get(r, 0) for r in REASONS} | {"policy": policy},
+                # with sharing_anomaly=true (api.add_sharing_anomaly), else None
+                "private_avg_queueing": None,
+                "sharing_anomaly": None,
             }
             table[q] = m
             rows.append(
@@ -355,6 +358,8 @@ class KueueAdmission:
                     *(m[k] for k in list(m)[3:10]),
                     *(reasons.get(r, 0) for r in REASONS),
                     policy,
+                    "",
+                    "",
                 )
             )
         summary["queues"] = table
