@@ -6,7 +6,7 @@ each VC's average JCT (hours) per variant.
 
 A job larger than its VC's nominal quota could never run without borrowing: such jobs are left
 out of every variant (their count is printed), so the variants run the same jobs. Not a test:
-``python benchmarks/tenancy_philly_study.py [--days 14] [--scale 0.25]``; docs/tenancy.md holds
+``python benchmarks/tenancy_philly_study.py [--start 21] [--days 7] [--scale 0.25]``; docs/tenancy.md holds
 one measured table. Skips with a message when the trace is absent.
 """
 
@@ -23,7 +23,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from bench_philly import DEFAULT_TRACE, read_philly, scaled_philly  # noqa: E402
 
 from ddlsched.api import load_run_queues, simulate  # noqa: E402
-from ddlsched.tenancy.model import QueuesConfig, ResourceGroup, ResourceQuota  # noqa: E402
+from ddlsched.tenancy.model import QueuesConfig, ResourceQuota  # noqa: E402
 
 
 def no_borrowing(config: QueuesConfig) -> QueuesConfig:
@@ -31,10 +31,11 @@ def no_borrowing(config: QueuesConfig) -> QueuesConfig:
     cqs = {}
     for name, cq in config.cluster_queues.items():
         groups = tuple(
-            ResourceGroup(
-                rg.resources,
-                rg.flavors,
-                {k: ResourceQuota(q.nominal, 0, q.lending_limit) for k, q in rg.quotas.items()},
+            replace(
+                rg,
+                quotas={
+                    k: ResourceQuota(q.nominal, 0, q.lending_limit) for k, q in rg.quotas.items()
+                },
             )
             for rg in cq.resource_groups
         )
@@ -45,7 +46,8 @@ def no_borrowing(config: QueuesConfig) -> QueuesConfig:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
-    ap.add_argument("--days", type=float, default=14.0, help="the trace's first N days")
+    ap.add_argument("--start", type=float, default=21.0, help="window start, days into the trace")
+    ap.add_argument("--days", type=float, default=7.0, help="window length, days")
     ap.add_argument("--scale", type=float, default=0.25, help="server counts × this")
     ap.add_argument("--policies", default="fifo,tiresias")
     args = ap.parse_args()
@@ -54,7 +56,8 @@ def main() -> None:
         return
     jobs = sorted(read_philly(args.trace), key=lambda j: (j.arrival, j.job_id))
     t0 = jobs[0].arrival
-    jobs = [j for j in jobs if j.arrival - t0 < args.days * 86400]
+    lo, hi = args.start * 86400, (args.start + args.days) * 86400
+    jobs = [replace(j, arrival=j.arrival - t0 - lo) for j in jobs if lo <= j.arrival - t0 < hi]
     cluster = scaled_philly(args.scale)
     config = load_run_queues("proportional", cluster, jobs)
     nominal = {
@@ -64,7 +67,7 @@ def main() -> None:
     kept = [j for j in jobs if j.num_gpus <= nominal[j.queue]]
     kept = [replace(j, job_id=k) for k, j in enumerate(kept)]
     print(
-        f"{len(kept)} jobs of the first {args.days:g} days ({len(jobs) - len(kept)} larger than "
+        f"{len(kept)} jobs of days {args.start:g}–{args.start + args.days:g} ({len(jobs) - len(kept)} larger than "
         f"their VC's quota left out); cluster {cluster.name}, {cluster.num_gpus} GPUs"
     )
     variants = {"none": None, "quota": config, "quota-noborrow": no_borrowing(config)}
