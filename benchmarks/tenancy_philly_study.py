@@ -6,7 +6,7 @@ each VC's average JCT (hours) per variant.
 
 A job larger than its VC's nominal quota could never run without borrowing: such jobs are left
 out of every variant (their count is printed), so the variants run the same jobs. Not a test:
-``python benchmarks/tenancy_philly_study.py [--start 21] [--days 7] [--scale 0.25]``; docs/tenancy.md holds
+``python benchmarks/tenancy_philly_study.py [--start 21] [--days 2] [--scale 0.15]``; docs/tenancy.md holds
 one measured table. Skips with a message when the trace is absent.
 """
 
@@ -47,8 +47,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
     ap.add_argument("--start", type=float, default=21.0, help="window start, days into the trace")
-    ap.add_argument("--days", type=float, default=7.0, help="window length, days")
-    ap.add_argument("--scale", type=float, default=0.25, help="server counts × this")
+    ap.add_argument("--days", type=float, default=2.0, help="window length, days")
+    ap.add_argument("--scale", type=float, default=0.15, help="server counts × this")
     ap.add_argument("--policies", default="fifo,tiresias")
     args = ap.parse_args()
     if not args.trace.is_file():
