@@ -4,7 +4,8 @@ FIFO, SJF and Tiresias at job granularity (each job runs for its measured durati
 Not a test: run ``make bench`` (or ``python benchmarks/bench_philly.py [--trace PATH]``) and
 record the numbers in docs/performance.md. Target (issue #6): each policy under 60 s on the
 project's 2-core machine. Wall time is ``Simulator.run()`` only (reading the trace and building
-the simulator are printed apart). Skips with a message when the trace is absent.
+the simulator are printed apart). ``--queues proportional`` adds the runs with per-VC
+queues in one cohort (issue #28's target: Tiresias under 30 s). Skips with a message when the trace is absent.
 """
 
 from __future__ import annotations
@@ -54,6 +55,12 @@ def main() -> None:
     ap.add_argument(
         "--scale", type=float, default=1.0, help="server counts × this (0.25: a contended run)"
     )
+    ap.add_argument(
+        "--queues",
+        default="",
+        help="also with Kueue's quota layer: 'proportional' (one ClusterQueue per Philly VC, "
+        "nominal quota ∝ its GPU demand, one cohort) or a queues file (issue #28)",
+    )
     args = ap.parse_args()
     if not args.trace.is_file():
         print(f"skipped: Philly trace not found at {args.trace} (shared data absent)")
@@ -69,15 +76,18 @@ def main() -> None:
         f"{'policy':9s} {'wall s':>8s} {'events':>9s} {'avg JCT h':>10s} {'avg queue h':>12s} "
         f"{'preempt':>8s}"
     )
-    for policy in args.policies.split(","):
-        sim = build_simulator(cluster, jobs, policy, settings=Settings())
+    runs = [(p, None) for p in args.policies.split(",")]
+    if args.queues:
+        runs += [(p, args.queues) for p in args.policies.split(",")]
+    for policy, queues in runs:
+        sim = build_simulator(cluster, jobs, policy, settings=Settings(), queues=queues)
         t0 = time.perf_counter()
         res = sim.run()
         wall = time.perf_counter() - t0
         s = res.summary
         preempt = sum(j.preemptions for j in res.jobs)
         print(
-            f"{policy:9s} {wall:8.1f} {sim.events_processed:9d} {s['avg_jct'] / 3600:10.2f} "
+            f"{policy + (' +q' if queues else ''):9s} {wall:8.1f} {sim.events_processed:9d} {s['avg_jct'] / 3600:10.2f} "
             f"{s['avg_queueing'] / 3600:12.2f} {preempt:8d}",
             flush=True,
         )

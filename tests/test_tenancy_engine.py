@@ -273,3 +273,154 @@ def test_policies_under_binding_queues_finish_and_check(tmp_path: Path, policy: 
     write_result(res, tmp_path / "out")
     result = check_run(tmp_path / "out")
     assert result.ok, [v.message for v in result.violations]
+
+
+# ------------------------------------------------------------------ the incremental layer
+CONTENDED = """
+{fair}
+[[resourceFlavor]]
+name = "default"
+
+[[clusterQueue]]
+name = "a"
+cohortName = "lab"
+queueingStrategy = "{strategy}"
+preemption = {{ withinClusterQueue = "LowerPriority", reclaimWithinCohort = "Any" }}
+[[clusterQueue.resourceGroups]]
+coveredResources = ["nvidia.com/gpu"]
+flavors = [{{ name = "default", resources = [{{ name = "nvidia.com/gpu", nominalQuota = 3 }}] }}]
+
+[[clusterQueue]]
+name = "b"
+cohortName = "lab"
+preemption = {{ withinClusterQueue = "LowerPriority", reclaimWithinCohort = "LowerPriority", borrowWithinCohort = {{ policy = "LowerPriority" }} }}
+[[clusterQueue.resourceGroups]]
+coveredResources = ["nvidia.com/gpu"]
+flavors = [{{ name = "default", resources = [{{ name = "nvidia.com/gpu", nominalQuota = 3, borrowingLimit = 2, lendingLimit = 2 }}] }}]
+
+[[clusterQueue]]
+name = "c"
+cohortName = "lab"
+preemption = {{ withinClusterQueue = "LowerOrNewerEqualPriority", reclaimWithinCohort = "Any" }}
+[[clusterQueue.resourceGroups]]
+coveredResources = ["nvidia.com/gpu"]
+flavors = [{{ name = "default", resources = [{{ name = "nvidia.com/gpu", nominalQuota = 2 }}] }}]
+
+[[workloadPriorityClass]]
+name = "high"
+value = 100
+"""
+
+
+@pytest.mark.parametrize("policy", ["fifo", "tiresias", "sjf-bsbf"])
+@pytest.mark.parametrize(
+    ("fair", "strategy"),
+    [
+        ("", "BestEffortFIFO"),
+        ("", "StrictFIFO"),
+        ("[configuration]\nfairSharing = { enable = true }", "BestEffortFIFO"),
+    ],
+)
+def test_the_incremental_layer_decides_as_a_whole_snapshot_does(
+    tmp_path: Path, monkeypatch, policy: str, fair: str, strategy: str
+) -> None:
+    # Kueue's state kept between scheduling points, the cycle run only when its answer can
+    # change (the default) against decide() on a whole snapshot at every point: the same run
+    # on a contended cluster of three queues (borrowing, reclaims, lending and borrowing
+    # limits, priorities, fair sharing or not), files byte for byte
+    from functools import partialmethod
+
+    from ddlsched.core import admission
+    from ddlsched.core.results import write_result
+
+    path = tmp_path / "q.toml"
+    path.write_text(CONTENDED.format(fair=fair, strategy=strategy))
+    cfg = load_queues(path)
+    cluster = Cluster.homogeneous(2, 4)
+    jobs = [
+        job(
+            i,
+            11.0 * i + (i % 4) * 3.0,
+            1 + (i * 7) % 4,
+            60.0 + 37 * (i % 9),
+            "abc"[(i * 5 // 3) % 3],
+            "high" if i % 11 == 5 else str(i % 3),
+        )
+        # fair sharing's cycles are slow here (reclaims that ping-pong up to MAX_CYCLES)
+        for i in range(30 if fair else 100)
+    ]
+    files = []
+    for incremental in (True, False):
+        with monkeypatch.context() as m:
+            init = partialmethod(admission.KueueAdmission.__init__, incremental=incremental)
+            m.setattr(admission.KueueAdmission, "__init__", init)
+            res = simulate(cluster, jobs, policy, queues=cfg)
+        out = tmp_path / f"out-{incremental}"
+        write_result(res, out)
+        files.append(
+            {
+                n: (out / n).read_bytes()
+                for n in ("jobs.csv", "segments.csv", "queues.csv", "summary.json")
+            }
+        )
+    assert files[0] == files[1]
+    evicted = sum(
+        sum(v for k, v in q["preemptions"].items() if k != "policy")
+        for q in res.summary["queues"].values()
+    )
+    borrowed = sum(q["gpu_hours_borrowed"] for q in res.summary["queues"].values())
+    assert evicted > 0 and borrowed > 0
+
+
+# ------------------------------------------------------------------ HiveD's sharing anomaly
+def test_sharing_anomaly_compares_each_queue_with_a_private_cluster(tmp_path: Path) -> None:
+    from ddlsched.api import private_cluster
+
+    # a (2 GPUs) lends to b (2 GPUs), which runs 2-GPU jobs back to back; a's 1-GPU jobs
+    # arrive later and reclaim: each queue against its own 2 GPUs run by fifo
+    jobs = [job(i, 5.0 * i, 2, 100.0, "b") for i in range(4)]
+    jobs += [job(4 + i, 50.0 + 3 * i, 1, 80.0, "a") for i in range(4)]
+    cfg = queues(tmp_path)
+    res = simulate(CLUSTER, jobs, "fifo", queues=cfg, settings={"sharing_anomaly": True})
+    assert res.summary["queues"]
+    for q in ("a", "b"):
+        own = [j for j in jobs if j.queue.endswith(q)]
+        alone = simulate(private_cluster(CLUSTER, 2), own, "fifo")
+        m = res.summary["queues"][q]
+        assert m["private_avg_queueing"] == alone.summary["avg_queueing"]
+        assert m["sharing_anomaly"] == m["avg_queueing"] - m["private_avg_queueing"]
+        row = next(r for r in res.queues if r[0] == q)
+        assert row[-2:] == (m["private_avg_queueing"], m["sharing_anomaly"])
+    # b borrowed a's idle GPUs at first: it waited less than on its own 2 GPUs
+    assert res.summary["queues"]["b"]["sharing_anomaly"] < 0
+    # off by default: the columns are empty
+    plain = simulate(CLUSTER, jobs, "fifo", queues=cfg)
+    assert plain.summary["queues"]["a"]["sharing_anomaly"] is None
+    assert all(r[-2:] == ("", "") for r in plain.queues)
+    with pytest.raises(InputError, match="with --queues"):
+        simulate(CLUSTER, jobs, "fifo", settings={"sharing_anomaly": True})
+
+
+@pytest.mark.parametrize("semantics", ["events", "rounds"])
+def test_pollux_runs_under_binding_queues(tmp_path: Path, semantics: str) -> None:
+    # an elastic policy under two queues of 4 GPUs each that lend and reclaim: every job
+    # finishes and the run directory passes `ddlsched check`
+    from dataclasses import replace
+
+    from ddlsched.api import load_named
+    from ddlsched.check import check_run
+    from ddlsched.core.results import write_result
+    from ddlsched.settings import Settings
+    from ddlsched.workloads.traces import TraceOptions
+
+    settings = Settings.from_mapping({"semantics": semantics})
+    cluster, specs = load_named(
+        "tiny", "luo24-12", settings=settings, trace=TraceOptions(max_gpus=4, load_scale=20.0)
+    )
+    specs = [replace(j, queue="ab"[k % 2]) for k, j in enumerate(specs)]
+    res = simulate(cluster, specs, "pollux", settings=settings, queues=queues(tmp_path, 4, 4))
+    assert all(j.finish >= j.start >= j.arrival for j in res.jobs)
+    assert sum(q["jobs"] for q in res.summary["queues"].values()) == len(specs)
+    write_result(res, tmp_path / "out")
+    result = check_run(tmp_path / "out")
+    assert result.ok, [v.message for v in result.violations]

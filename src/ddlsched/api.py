@@ -88,6 +88,10 @@ def build_simulator(
     check_scope(settings, scope)
     sim = backend.build(cluster, jobs, pol, settings, seed, progress, origin, custom is None)
     sim.resolved = _resolved(policy, backend, scope, settings)
+    if settings is not None and settings.sharing_anomaly and queues is None:
+        raise InputError(
+            "applies only to runs with --queues", source="--set", field="sharing_anomaly"
+        )
     if queues is not None:
         from .core.admission import KueueAdmission
 
@@ -419,4 +423,73 @@ def simulate(
     check_run_end(result.jobs)  # before the run's warnings: an inf finish makes numpy warn
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    if queues is not None and settings is not None and settings.sharing_anomaly:
+        result = add_sharing_anomaly(
+            result, cluster, jobs, policy, placement, seed, settings, queues
+        )
     return result
+
+
+def private_cluster(cluster: Cluster, gpus: int) -> Cluster:
+    """A cluster of ``gpus`` GPUs shaped like ``cluster``: servers of its largest size (and
+    GPU memory), the last one holding the rest."""
+    from .core.cluster import Server
+
+    big = max(cluster.servers, key=lambda s: (s.num_gpus, s.gpu_memory_mb))
+    sizes = [big.num_gpus] * (gpus // big.num_gpus) + (
+        [gpus % big.num_gpus] if gpus % big.num_gpus else []
+    )
+    servers = tuple(Server(num_gpus=n, gpu_memory_mb=big.gpu_memory_mb) for n in sizes)
+    return Cluster(servers, name=f"private-{gpus}")
+
+
+def add_sharing_anomaly(
+    result: SimResult,
+    cluster: Cluster,
+    jobs: Sequence[JobSpec],
+    policy: str | SchedulingPolicy,
+    placement: str | None,
+    seed: int,
+    settings: Settings,
+    queues: QueuesConfig | str,
+) -> SimResult:
+    """HiveD's sharing-anomaly measure per ClusterQueue (docs/tenancy.md): its jobs run alone on
+    a private cluster of its nominal GPUs (``private_cluster``), same policy, placement, seed and
+    settings, no queues; ``private_avg_queueing`` is their average queueing there and
+    ``sharing_anomaly`` the shared run's ``avg_queueing`` minus it (seconds; > 0: the tenant
+    waits longer in the shared cluster than in its own, HiveD's anomaly). None where the
+    private cluster cannot run the queue's jobs (a job larger than the nominal quota, or none)."""
+    from .core.admission import cluster_queue_of
+
+    if not isinstance(policy, str):
+        raise InputError(
+            "needs a named policy (it is run again per queue)",
+            source="--set",
+            field="sharing_anomaly",
+        )
+    config = load_run_queues(queues, cluster, jobs)
+    private = replace(settings, sharing_anomaly=False)
+    table = result.summary["queues"]
+    per: dict[str, list[JobSpec]] = {q: [] for q in table}
+    for j in jobs:
+        per[cluster_queue_of(config, j.queue, j.job_id)].append(j)
+    rows = []
+    for row in result.queues:
+        q = str(row[0])
+        m = table[q]
+        own, gpus = per[q], int(m["nominal_gpus"])
+        value = delta = None
+        if own and gpus > 0 and max(j.num_gpus for j in own) <= gpus:
+            alone = simulate(
+                private_cluster(cluster, gpus),
+                own,
+                policy,
+                placement=placement,
+                seed=seed,
+                settings=private,
+            )
+            value = float(alone.summary["avg_queueing"])
+            delta = float(m["avg_queueing"]) - value
+        m["private_avg_queueing"], m["sharing_anomaly"] = value, delta
+        rows.append((*row[:-2], "" if value is None else value, "" if delta is None else delta))
+    return replace(result, queues=tuple(rows))

@@ -40,6 +40,9 @@ class EngineSettings:
     # > 0: decide as a live engine that looks at its trace jobs every so many seconds (a
     # job's end and a stop's completion are seen at the nearest poll; ``ddlsched replay``)
     poll_interval: float = 0.0
+    # with --queues: also run each ClusterQueue's jobs alone on a private cluster of its nominal
+    # GPUs (same policy and settings), for HiveD's sharing-anomaly measure (docs/tenancy.md)
+    sharing_anomaly: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,7 @@ class IterationSettings:
 #: were added later with defaults that change nothing
 RECORDED_IF_CHANGED = frozenset(
     {
+        "sharing_anomaly",
         "compiled",
         "large_share",
         "gpu_weights",

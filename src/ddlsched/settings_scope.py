@@ -126,6 +126,8 @@ SCOPES: dict[str, Rule] = {
         lambda r: r.kind != PROFILE,
     ),
     "stop_delay": ("to trace (duration) jobs", lambda r: r.kind == DURATION),
+    # runs without --queues are refused by api.build_simulator
+    "sharing_anomaly": ("to runs with --queues", lambda r: True),
     "poll_interval": ("to trace (duration) jobs", lambda r: r.kind == DURATION),
     "model": ("to model jobs (online policies and planners)", _always),
     **{

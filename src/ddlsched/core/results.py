@@ -63,6 +63,8 @@ QUEUE_COLUMNS = (
     "preempted_InCohortFairSharing",
     "preempted_InCohortReclaimWhileBorrowing",
     "policy_preemptions",
+    "private_avg_queueing",
+    "sharing_anomaly",
 )
 
 

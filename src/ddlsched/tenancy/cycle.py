@@ -100,6 +100,9 @@ class Scheduler:
             self.queues[wl.queue].push(wl)
         self.decision = Decision()
         self.decision.cycles = 0
+        #: a :class:`Session`'s snap, kept up to date between cycles; None: one built per cycle
+        self.snap: Snap | None = None
+        self._reserved: list[tuple[str, dict[FR, int]]] = []  # usage a cycle added to the snap
 
     # ------------------------------------------------------------------ nomination
     def _assign(self, snap: Snap, preemptor: Preemptor, wl: Workload) -> _Entry:
@@ -163,7 +166,8 @@ class Scheduler:
                 heads.append(wl)
         if not heads:
             return False
-        snap = Snap(self.config, self.admitted.values())
+        snap = self.snap if self.snap is not None else Snap(self.config, self.admitted.values())
+        self._reserved = []
         preemptor = Preemptor(snap, self.config.fair_sharing, self.config.fs_strategies)
         entries = [self._assign(snap, preemptor, wl) for wl in heads]
         order = (
@@ -176,10 +180,17 @@ class Scheduler:
         for e in order:
             self._process(snap, preemptor, e, preempted, admitted)
         changed = bool(admitted or preempted)
+        if self.snap is not None:
+            # the cycle's own reservations go (last first: exact, see Session), the
+            # decisions are applied, so the snap is again the one of ``self.admitted``
+            for cq, usage in reversed(self._reserved):
+                snap.remove_usage(cq, usage)
         for e in admitted:
             info = Info(e.wl, dict(e.assignment.usage))
             info.flavors = set(e.assignment.usage)
             self.admitted[e.wl.name] = info
+            if self.snap is not None:
+                snap.add_workload(info)
             self.decision.admitted[e.wl.name] = {
                 ps.name: {res: f for res, (f, _) in sorted(flv.items())}
                 for ps, flv in zip(e.wl.podsets, e.assignment.podsets, strict=True)
@@ -193,6 +204,8 @@ class Scheduler:
         freed_roots: set[int] = set()
         for t in preempted.values():
             del self.admitted[t.info.name]
+            if self.snap is not None:
+                snap.remove_workload(t.info)
             self.decision.preempted.setdefault(t.info.name, t.reason)
             self.decision.admitted.pop(t.info.name, None)
             wl = t.info.wl
@@ -235,23 +248,27 @@ class Scheduler:
             e.requeue = "PreemptionNoCandidates"
             spec = self.config.cluster_queues[e.cq]
             if spec.preemption.reclaim_within_cohort != "Any":
-                snap.add_usage(e.cq, _to_reserve(e.assignment, snap.cq(e.cq)))
+                self._reserve(snap, e.cq, _to_reserve(e.assignment, snap.cq(e.cq)))
             return
         if mode == MODE_DEFERRED_FIT:
             e.requeue = "PendingPreemption"
-            snap.add_usage(e.cq, usage)
+            self._reserve(snap, e.cq, usage)
             return
         if any(t.info.name in preempted for t in e.targets) or not fits:
             e.requeue = "Generic"
             return
         for t in e.targets:
             preempted[t.info.name] = t
-        snap.add_usage(e.cq, usage)
+        self._reserve(snap, e.cq, usage)
         if mode == MODE_PREEMPT:
             e.requeue = "PendingPreemption"
             return
         assert mode == MODE_FIT
         admitted.append(e)
+
+    def _reserve(self, snap: Snap, cq: str, usage: dict[FR, int]) -> None:
+        snap.add_usage(cq, usage)
+        self._reserved.append((cq, dict(usage)))
 
 
 def _to_reserve(a: Assignment, cq: Node) -> dict[FR, int]:
@@ -346,4 +363,73 @@ def decide(
     return sched.decision
 
 
-__all__ = ["decide", "MODE_FIT", "MODE_NO_FIT", "MODE_PREEMPT", "MODE_DEFERRED_FIT"]
+class Session:
+    """:func:`decide` kept between calls: the admitted workloads, the pending ones and the
+    quota tree with its usage live on, updated as workloads arrive, finish and are admitted or
+    preempted, so that one call costs what its cycles do, not a rebuild of the whole snapshot.
+
+    ``run(until_stable)`` gives the decision ``decide`` would give on a snapshot of the same
+    admitted and pending workloads (tests/test_tenancy_engine.py compares them run by run):
+    every pending workload is active again at its start (no inadmissible set, no sticky
+    head, as in a fresh ``Scheduler``), and the tree's usage does not depend on the order in
+    which usage was added and removed (a node passes ``max(0, usage − local quota)`` up to its
+    parent after every add or remove), so it is the usage a fresh snapshot would have."""
+
+    def __init__(self, config: QueuesConfig) -> None:
+        self.config = config
+        self.sched = Scheduler(config, Snapshot())
+        self.sched.snap = Snap(config, ())
+
+    @property
+    def snap(self) -> Snap:
+        assert self.sched.snap is not None
+        return self.sched.snap
+
+    def add_pending(self, wl: Workload) -> None:
+        self.sched.queues[wl.queue].push(wl)
+
+    def remove_pending(self, wl: Workload) -> None:
+        q = self.sched.queues[wl.queue]
+        if q.active.pop(wl.name, None) is None:
+            q.inadmissible.pop(wl.name, None)
+        if q.sticky == wl.name:
+            q.sticky = None
+
+    def set_admitted(self, wl: Workload) -> None:
+        """``wl`` (with its podsets' flavors and admission time) is admitted: as a snapshot's
+        admitted workload (replaces the record of a workload the cycle admitted)."""
+        old = self.sched.admitted.pop(wl.name, None)
+        if old is not None:
+            self.snap.remove_workload(old)
+        info = admitted_info(wl, self.config.cluster_queues[wl.queue])
+        self.sched.admitted[wl.name] = info
+        self.snap.add_workload(info)
+
+    def remove_admitted(self, name: str) -> None:
+        info = self.sched.admitted.pop(name)
+        self.snap.remove_workload(info)
+
+    def pending(self) -> bool:
+        return any(q.active or q.inadmissible for q in self.sched.queues.values())
+
+    def run(self, *, until_stable: bool = False, max_cycles: int = MAX_CYCLES) -> Decision:
+        """What :func:`decide` does on the admitted and pending workloads; the session keeps
+        its outcome (admitted workloads carry no flavors or admission time until
+        ``set_admitted``). ``pending`` is left empty: the caller knows it from the maps."""
+        sched = self.sched
+        for q in sched.queues.values():
+            q.requeue_inadmissible()
+            q.sticky = None
+            if len(q.heap) > 2 * len(q.active) + 64:  # drop the entries of popped workloads
+                q.heap = [(-w.priority, w.created, w.name) for w in q.active.values()]
+                heapq.heapify(q.heap)
+        sched.decision = Decision()
+        sched.decision.cycles = 0
+        changed = sched.cycle()
+        if until_stable:
+            while changed and sched.decision.cycles < max_cycles:
+                changed = sched.cycle()
+        return sched.decision
+
+
+__all__ = ["decide", "Session", "MODE_FIT", "MODE_NO_FIT", "MODE_PREEMPT", "MODE_DEFERRED_FIT"]

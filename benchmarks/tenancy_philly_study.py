@@ -1,0 +1,95 @@
+"""Study: per-VC quotas on the Philly trace (issue #28). FIFO and Tiresias on a time window of
+the Pollux artifact's ``philly.csv``, each without queues, with per-VC queues in one cohort
+(``proportional``: nominal GPUs ∝ the VC's GPU demand, unlimited borrowing, reclaim) and with
+the same queues and no borrowing (``borrowingLimit: 0``: each VC its private share); prints
+each VC's average JCT (hours) per variant.
+
+A job larger than its VC's nominal quota could never run without borrowing: such jobs are left
+out of every variant (their count is printed), so the variants run the same jobs. Not a test:
+``python benchmarks/tenancy_philly_study.py [--start 21] [--days 2] [--scale 0.15]``; docs/tenancy.md holds
+one measured table. Skips with a message when the trace is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+from bench_philly import DEFAULT_TRACE, read_philly, scaled_philly  # noqa: E402
+
+from ddlsched.api import load_run_queues, simulate  # noqa: E402
+from ddlsched.tenancy.model import QueuesConfig, ResourceQuota  # noqa: E402
+
+
+def no_borrowing(config: QueuesConfig) -> QueuesConfig:
+    """``config`` with ``borrowingLimit: 0`` on every quota."""
+    cqs = {}
+    for name, cq in config.cluster_queues.items():
+        groups = tuple(
+            replace(
+                rg,
+                quotas={
+                    k: ResourceQuota(q.nominal, 0, q.lending_limit) for k, q in rg.quotas.items()
+                },
+            )
+            for rg in cq.resource_groups
+        )
+        cqs[name] = replace(cq, resource_groups=groups)
+    return replace(config, cluster_queues=cqs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--trace", type=Path, default=DEFAULT_TRACE)
+    ap.add_argument("--start", type=float, default=21.0, help="window start, days into the trace")
+    ap.add_argument("--days", type=float, default=2.0, help="window length, days")
+    ap.add_argument("--scale", type=float, default=0.15, help="server counts × this")
+    ap.add_argument("--policies", default="fifo,tiresias")
+    args = ap.parse_args()
+    if not args.trace.is_file():
+        print(f"skipped: Philly trace not found at {args.trace} (shared data absent)")
+        return
+    jobs = sorted(read_philly(args.trace), key=lambda j: (j.arrival, j.job_id))
+    t0 = jobs[0].arrival
+    lo, hi = args.start * 86400, (args.start + args.days) * 86400
+    jobs = [replace(j, arrival=j.arrival - t0 - lo) for j in jobs if lo <= j.arrival - t0 < hi]
+    cluster = scaled_philly(args.scale)
+    config = load_run_queues("proportional", cluster, jobs)
+    nominal = {
+        q: cq.quotas()[("default", "nvidia.com/gpu")].nominal // 1000
+        for q, cq in config.cluster_queues.items()
+    }
+    kept = [j for j in jobs if j.num_gpus <= nominal[j.queue]]
+    kept = [replace(j, job_id=k) for k, j in enumerate(kept)]
+    print(
+        f"{len(kept)} jobs of days {args.start:g}–{args.start + args.days:g} ({len(jobs) - len(kept)} larger than "
+        f"their VC's quota left out); cluster {cluster.name}, {cluster.num_gpus} GPUs"
+    )
+    variants = {"none": None, "quota": config, "quota-noborrow": no_borrowing(config)}
+    table: dict[tuple[str, str], dict[str, float]] = {}
+    for policy in args.policies.split(","):
+        for vname, cfg in variants.items():
+            t = time.perf_counter()
+            res = simulate(cluster, kept, policy, queues=cfg)
+            per: dict[str, list[float]] = {}
+            for j, spec in zip(res.jobs, kept, strict=True):
+                per.setdefault(spec.queue, []).append(j.finish - j.arrival)
+            table[(policy, vname)] = {q: sum(v) / len(v) / 3600 for q, v in per.items()}
+            table[(policy, vname)]["all"] = res.summary["avg_jct"] / 3600
+            print(f"  {policy} {vname}: {time.perf_counter() - t:.1f} s", flush=True)
+    cols = list(table)
+    vcs = sorted({q for row in table.values() for q in row if q != "all"}) + ["all"]
+    print("| VC | nominal GPUs | " + " | ".join(f"{p} {v}" for p, v in cols) + " |")
+    print("|---|---|" + "---|" * len(cols))
+    for q in vcs:
+        cells = " | ".join(f"{table[c].get(q, float('nan')):.2f}" for c in cols)
+        print(f"| {q} | {nominal.get(q, sum(nominal.values()))} | {cells} |")
+
+
+if __name__ == "__main__":
+    main()
