@@ -130,7 +130,9 @@ def test_fifo_under_a_queue_holding_the_whole_cluster_is_fifo(tmp_path: Path) ->
     assert quota.summary["queues"]["a"]["gpu_hours_borrowed"] == 0.0
 
 
-@pytest.mark.parametrize("policy", ["fifo", "sjf", "tiresias", "sjf-bsbf"])
+@pytest.mark.parametrize(
+    "policy", ["fifo", "sjf", "tiresias", "sjf-bsbf", "gavel-fifo", "max-min-fairness"]
+)
 def test_a_quota_that_never_binds_changes_nothing(tmp_path: Path, policy: str) -> None:
     # every job admitted at its arrival: the policy sees what it sees without queues
     plain = simulate(CLUSTER, JOBS, policy)
@@ -153,9 +155,14 @@ def test_a_job_its_queue_can_never_hold_is_an_input_error(tmp_path: Path) -> Non
         simulate(CLUSTER, [job(0, 0.0, 4, 10.0, "a")], "fifo", queues=cfg)
 
 
-def test_gavel_policies_do_not_run_with_queues_yet(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="does not run with --queues yet"):
-        simulate(CLUSTER, [job(0, 0.0, 1, 10.0, "a")], "gavel-fifo", queues=queues(tmp_path))
+def test_planners_do_not_run_with_queues(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="does not run with --queues: an offline planner"):
+        from dataclasses import replace
+
+        from ddlsched.workloads.presets import load_workload
+
+        jobs = [replace(j, queue="a") for j in list(load_workload("yu22", 0))[:3]]
+        simulate(Cluster.homogeneous(4, 8), jobs, "sjf-bco", queues=queues(tmp_path, a=8, b=8))
 
 
 # ------------------------------------------------------------------ the command line
@@ -254,7 +261,18 @@ def test_philly_virtual_clusters_become_proportional_queues(tmp_path: Path) -> N
     assert all(j.finish > 0 for j in res.jobs)
 
 
-@pytest.mark.parametrize("policy", ["fifo", "sjf", "tiresias", "sjf-bsbf"])
+@pytest.mark.parametrize(
+    "policy",
+    [
+        "fifo",
+        "sjf",
+        "tiresias",
+        "sjf-bsbf",
+        "gavel-fifo",
+        "max-min-fairness",
+        "finish-time-fairness-perf",
+    ],
+)
 def test_policies_under_binding_queues_finish_and_check(tmp_path: Path, policy: str) -> None:
     from ddlsched.check import check_run
     from ddlsched.core.results import write_result
@@ -273,6 +291,32 @@ def test_policies_under_binding_queues_finish_and_check(tmp_path: Path, policy: 
     write_result(res, tmp_path / "out")
     result = check_run(tmp_path / "out")
     assert result.ok, [v.message for v in result.violations]
+
+
+def test_a_plugin_policy_runs_under_binding_queues(tmp_path: Path) -> None:
+    # a user's policy written against the protocol (examples/preemptive_policy.py) orders and
+    # preempts inside the quota; Kueue's evictions and its own preemptions both happen
+    import importlib.util
+
+    from ddlsched.check import check_run
+    from ddlsched.core.results import write_result
+
+    path = Path(__file__).parents[1] / "examples" / "preemptive_policy.py"
+    spec = importlib.util.spec_from_file_location("preemptive_policy", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    jobs = [
+        job(i, 29.0 * i, 1 + i % 2, 300.0 + 17 * (i % 5), "ab"[(i // 4) % 2]) for i in range(30)
+    ]
+    res = simulate(CLUSTER, jobs, mod.EvictLargest(interval=60.0), queues=queues(tmp_path))
+    kueue = sum(
+        sum(v for k, v in q["preemptions"].items() if k != "policy")
+        for q in res.summary["queues"].values()
+    )
+    assert kueue > 0 and all(j.finish > j.start >= j.arrival for j in res.jobs)
+    write_result(res, tmp_path / "out")
+    assert check_run(tmp_path / "out").ok
 
 
 # ------------------------------------------------------------------ the incremental layer

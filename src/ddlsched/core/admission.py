@@ -142,10 +142,11 @@ class KueueAdmission:
     def attach(self, sim: Simulator) -> None:
         """Every job's workload; a job no quota could ever admit is an ``InputError``."""
         if getattr(sim.policy, "keeps_arrivals", False) and not hasattr(sim.policy, "on_evicted"):
+            why = getattr(sim.policy, "queues_refusal", None) or (
+                "keeps its own books of arrived jobs and does not take evictions (on_evicted)"
+            )
             raise InputError(
-                f"policy {sim.policy.name} keeps its own books of arrived jobs and does not "
-                "take evictions (on_evicted): it does not run with --queues yet",
-                field="queues",
+                f"policy {sim.policy.name} does not run with --queues: {why}", field="queues"
             )
         if not any(self.config.cluster_queues[q].group_of(GPU) for q in self.config.cluster_queues):
             raise InputError(

@@ -168,6 +168,8 @@ class Simulator:
         #: policy has seen (``jobs[:arrived]``, in the order of their first admission)
         self.admission: Admission | None = None
         self.held: list[JobState] = []
+        #: jobs whose arrival has happened, admitted or not (= ``arrived`` without queues)
+        self.entered = 0
         self._index: dict[int, int] = {}
         executor.attach(self)
         try:
@@ -490,6 +492,7 @@ class Simulator:
 
     def _arrive(self, job: JobState) -> None:
         self._dirty = True
+        self.entered += 1
         if self.admission is not None:
             job.status = HELD
             self.held.append(job)

@@ -26,6 +26,10 @@ class PlanPolicy:
     interval = None
     #: plans every job ahead (``sim.jobs``): does not run with ``--queues``
     keeps_arrivals = True
+    queues_refusal = (
+        "an offline planner fixes every job's GPUs and start order ahead, from the whole "
+        "workload; a quota layer that holds and evicts jobs would break the plan"
+    )
 
     def __init__(self, planner, model: RarModel) -> None:
         self.planner = planner

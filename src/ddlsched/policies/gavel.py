@@ -131,7 +131,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..core.protocols import JobTimes
-from ..core.state import DONE, RUNNING
+from ..core.state import DONE, HELD, QUEUED, RUNNING
 from ..errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -225,6 +225,7 @@ class GavelPolicy:
         self._prev_iso: dict[int, float] = {}
         # round bookkeeping
         self._seen = 0  # jobs of sim.jobs taken in
+        self._entered = 0  # sim.entered at the last decision
         self._round: dict[int, int] = {}  # jobs of the current round → column
         self._micro_end: dict[int, float] = {}  # when each one's micro-task ends
         self._in_round = False
@@ -234,6 +235,8 @@ class GavelPolicy:
         self._acct_start = 0.0  # current_round_start_time
         self._decided_at: float | None = None
         self._ran_nothing = False  # the previous decision started no job
+        #: jobs the quota layer evicted (``--queues``), out of the mechanism until admitted
+        self._evicted: set[int] = set()
 
     def _take(self, job: JobState) -> None:
         """Throughputs of ``job`` per column; a job no type can hold is an error."""
@@ -264,6 +267,42 @@ class GavelPolicy:
         if not self._in_round or all(self._state[j].status == DONE for j in self._round):
             self._decide(sim)
 
+    def on_evicted(self, sim: Simulator, job: JobState) -> None:
+        """The quota layer took ``job``'s admission back (``--queues``): it leaves the
+        mechanism as a finished job does (``_remove_job``: allocation recomputed, its time and
+        deficits dropped) and its micro-task ends now; when it is admitted again it comes back
+        as a new job (``add_job``), as a resubmitted job would in Gavel."""
+        jid = job.job_id
+        if jid not in self._active:
+            return
+        k = self._round.pop(jid, None)
+        if k is not None:  # its micro-task counts up to now (_done_callback)
+            start = self._prev_end if self._prev_end is not None else self._acct_start
+            self._worker_time[k] += max(0.0, sim.now - start)
+        del self._active[jid]
+        del self._job_time[jid]
+        del self._deficit[jid]
+        self._assign.pop(jid, None)
+        self._micro_end.pop(jid, None)
+        self._evicted.add(jid)
+        self._need_update = True
+
+    def _readmitted(self, sim: Simulator) -> None:
+        """Evicted jobs back in ``sim.queue`` rejoin as new arrivals (``add_job``)."""
+        back = [j for j in self._evicted if self._state[j].status == QUEUED]
+        for jid in sorted(back):
+            self._evicted.discard(jid)
+            self._add(self._state[jid])
+        for jid in [j for j in self._evicted if self._state[j].status == DONE]:
+            self._evicted.discard(jid)
+
+    def _add(self, job: JobState) -> None:
+        jid = job.job_id
+        self._active[jid] = job
+        self._job_time[jid] = [self._half] * self._K
+        self._deficit[jid] = [0.0] * self._K
+        self._need_update = True
+
     def _round_end(self, sim: Simulator, ver: int) -> None:
         if ver != self._ver:
             return
@@ -293,7 +332,7 @@ class GavelPolicy:
         self._ver += 1
         self._in_round = False
         # force a reset (simulate): every job arrived before and the last decision ran nothing
-        if self._seen == len(sim.jobs) and self._ran_nothing:
+        if self._entered == len(sim.jobs) and self._ran_nothing:
             self._last_reset = 0.0
         # account the micro-tasks of the round that ended (_done_callback)
         if self._round:
@@ -322,15 +361,18 @@ class GavelPolicy:
             for job in sim.jobs[self._seen : sim.arrived]:
                 if job.job_id not in self._thr:  # (a service adds jobs after attach)
                     self._take(job)
-                jid = job.job_id
-                self._active[jid] = job
-                self._job_time[jid] = [self._half] * self._K
-                self._deficit[jid] = [0.0] * self._K
-                self._need_update = True
+                if job.status == HELD:  # admitted, then evicted before this decision
+                    self._evicted.add(job.job_id)
+                else:
+                    self._add(job)
             self._seen = sim.arrived
+        # every job whose arrival has happened, held by the quota layer or not (``--queues``)
+        self._entered = sim.entered
+        if self._evicted:
+            self._readmitted(sim)
         for attempt in range(2):
             assignment = self._schedule_jobs_on_workers(sim)
-            if assignment or not self._active or self._seen < len(sim.jobs) or attempt:
+            if assignment or not self._active or self._entered < len(sim.jobs) or attempt:
                 break
             self._last_reset = 0.0  # the force reset of the next loop iteration (same time)
         self.rounds += 1
