@@ -899,7 +899,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--out", required=True, help="directory for the figure files")
     pl.add_argument(
         "--kind",
-        help="comma-separated subset of jct-cdf,queue-cdf,util,gantt,bars,rho-cdf (default all)",
+        help="comma-separated subset of jct-cdf,queue-cdf,util,gantt,bars,rho-cdf,queues (default all)",
     )
     pl.add_argument("--format", default="png", help="png (default), svg or pdf")
     pl.add_argument("--window", metavar="START:END", help="Gantt time window in seconds")

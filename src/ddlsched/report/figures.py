@@ -345,6 +345,84 @@ def policy_bars(runs: Sequence[RunData], metrics: Sequence[str] = tuple(BAR_METR
     return _finish(fig, handles, ncol, room)
 
 
+#: per-queue panels: summary.json ``queues`` key → (title, scale); hours for times
+QUEUE_METRICS = {
+    "avg_jct": ("average JCT (h)", 1 / 3600),
+    "avg_queueing": ("average queueing (h)", 1 / 3600),
+    "used_over_nominal": ("GPU-hours used ÷ nominal", 1.0),
+    "gpu_hours_borrowed": ("borrowed GPU-hours", 1.0),
+    "kueue_preemptions": ("preempted by Kueue", 1.0),
+    "sharing_anomaly": ("sharing anomaly (h)", 1 / 3600),
+}
+
+
+def _queue_value(m: dict, key: str) -> float:
+    """One per-queue metric of ``summary.json`` ``queues`` (NaN where the run has none)."""
+    if key == "used_over_nominal":
+        nominal = float(m.get("gpu_hours_nominal") or 0.0)
+        return float(m.get("gpu_hours_used", np.nan)) / nominal if nominal > 0 else np.nan
+    if key == "kueue_preemptions":
+        return float(sum(v for r, v in (m.get("preemptions") or {}).items() if r != "policy"))
+    value = m.get(key)
+    return np.nan if value is None else float(value)
+
+
+def queue_bars(runs: Sequence[RunData]) -> Figure:
+    """Per-tenant metrics of runs with ``--queues`` (``summary.json`` ``queues``): one panel
+    per metric, queues along x, one bar per group of runs (mean over its seeds); the
+    sharing-anomaly panel only when a run measured it (``--set sharing_anomaly=true``)."""
+    grouped = {
+        g: rs for g, rs in groups(runs).items() if any(r.summary.get("queues") for r in rs)
+    }
+    names = sorted({q for rs in grouped.values() for r in rs for q in r.summary.get("queues") or {}})
+    metrics = [
+        k
+        for k in QUEUE_METRICS
+        if k != "sharing_anomaly"
+        or any(
+            m.get("sharing_anomaly") is not None
+            for rs in grouped.values()
+            for r in rs
+            for m in (r.summary.get("queues") or {}).values()
+        )
+    ]
+    labels = list(grouped)
+    cols = 3
+    rows = -(-len(metrics) // cols)
+    width = max(9.0, 0.35 * len(names) * max(1, len(labels)) * cols)
+    ncol, room = _legend_layout(labels, width)
+    fig = Figure(figsize=(width, 2.8 * rows + room), dpi=DPI)
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    colors = _colors(len(labels))
+    xs = np.arange(len(names))
+    bar = 0.8 / max(1, len(labels))
+    for ax, key in zip(axes, metrics, strict=False):
+        title, scale = QUEUE_METRICS[key]
+        for i, (g, color) in enumerate(zip(labels, colors, strict=True)):
+            vals = []
+            for q in names:
+                per = [
+                    _queue_value(r.summary["queues"][q], key)
+                    for r in grouped[g]
+                    if q in (r.summary.get("queues") or {})
+                ]
+                per = [v for v in per if not np.isnan(v)]
+                vals.append(scale * float(np.mean(per)) if per else np.nan)
+            ax.bar(xs - 0.4 + bar * (i + 0.5), vals, bar, color=color)
+        if key == "used_over_nominal":
+            ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+        if key == "sharing_anomaly":
+            ax.axhline(0.0, color="black", linewidth=0.8)
+        ax.set_xticks(xs, names, fontsize=7, rotation=45 if len(names) > 6 else 0, ha="right")
+        ax.set_title(title, fontsize=9)
+        ax.grid(True, axis="y", alpha=0.3)
+    for ax in axes[len(metrics) :]:
+        ax.set_visible(False)
+    fig.suptitle("per ClusterQueue (runs with --queues; mean over a group's seeds)", fontsize=9)
+    handles = [Patch(facecolor=c, label=g) for c, g in zip(colors, labels, strict=True)]
+    return _finish(fig, handles, ncol, room)
+
+
 # ---------------------------------------------------------------------- saving
 def figure_bytes(fig: Figure, fmt: str = "png") -> bytes:
     """The figure encoded as ``fmt`` with no dates or versions in it (same input, same bytes)."""

@@ -14,6 +14,7 @@ from .figures import (
     groups,
     jct_cdf,
     policy_bars,
+    queue_bars,
     queue_cdf,
     rho_cdf,
     save_figure,
@@ -21,7 +22,7 @@ from .figures import (
 from .figures import utilisation as utilisation_figure
 from .load import load_runs
 
-KINDS = ("jct-cdf", "queue-cdf", "util", "gantt", "bars", "rho-cdf")
+KINDS = ("jct-cdf", "queue-cdf", "util", "gantt", "bars", "rho-cdf", "queues")
 
 
 def parse_kinds(text: str | None) -> list[str]:
@@ -81,6 +82,7 @@ def plot_runs(
         "rho-cdf": rho_cdf,
         "util": utilisation_figure,
         "bars": policy_bars,
+        "queues": queue_bars,
     }
     for kind in kinds:
         if kind == "rho-cdf" and not any(r.rho.size for r in runs):
@@ -91,6 +93,10 @@ def plot_runs(
                 "model without alone times does not)",
                 field="--kind",
             )
+        if kind == "queues" and not any(r.summary.get("queues") for r in runs):
+            if list(kinds) == list(KINDS):
+                continue  # every kind by default: runs without --queues skip this one
+            raise InputError("no run was made with --queues (per-queue metrics)", field="--kind")
         if kind == "gantt":
             grouped = groups(runs)
             for label, rs in grouped.items():
