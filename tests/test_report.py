@@ -333,7 +333,15 @@ def test_a_run_without_jobs_still_renders(tmp_path: Path) -> None:
 def test_parse_kinds_and_window() -> None:
     with pytest.raises(InputError, match="no result directory"):
         load_runs([])
-    assert parse_kinds(None) == ["jct-cdf", "queue-cdf", "util", "gantt", "bars", "rho-cdf"]
+    assert parse_kinds(None) == [
+        "jct-cdf",
+        "queue-cdf",
+        "util",
+        "gantt",
+        "bars",
+        "rho-cdf",
+        "queues",
+    ]
     assert parse_kinds("gantt, bars,gantt") == ["gantt", "bars"]
     assert parse_window("10:20.5") == (10.0, 20.5)
     with pytest.raises(InputError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_tenancy_engine import job, queues
 
 from ddlsched.api import simulate
 from ddlsched.core.cluster import Cluster
@@ -12,8 +13,6 @@ from ddlsched.core.results import write_result
 from ddlsched.errors import InputError
 from ddlsched.report import build_report, load_runs, plot_runs
 from ddlsched.report.figures import queue_bars
-
-from test_tenancy_engine import job, queues
 
 
 def _runs(tmp_path: Path, anomaly: bool) -> list[Path]:

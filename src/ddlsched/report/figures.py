@@ -356,7 +356,7 @@ QUEUE_METRICS = {
 }
 
 
-def _queue_value(m: dict, key: str) -> float:
+def queue_value(m: dict, key: str) -> float:
     """One per-queue metric of ``summary.json`` ``queues`` (NaN where the run has none)."""
     if key == "used_over_nominal":
         nominal = float(m.get("gpu_hours_nominal") or 0.0)
@@ -371,10 +371,10 @@ def queue_bars(runs: Sequence[RunData]) -> Figure:
     """Per-tenant metrics of runs with ``--queues`` (``summary.json`` ``queues``): one panel
     per metric, queues along x, one bar per group of runs (mean over its seeds); the
     sharing-anomaly panel only when a run measured it (``--set sharing_anomaly=true``)."""
-    grouped = {
-        g: rs for g, rs in groups(runs).items() if any(r.summary.get("queues") for r in rs)
-    }
-    names = sorted({q for rs in grouped.values() for r in rs for q in r.summary.get("queues") or {}})
+    grouped = {g: rs for g, rs in groups(runs).items() if any(r.summary.get("queues") for r in rs)}
+    names = sorted(
+        {q for rs in grouped.values() for r in rs for q in r.summary.get("queues") or {}}
+    )
     metrics = [
         k
         for k in QUEUE_METRICS
@@ -402,7 +402,7 @@ def queue_bars(runs: Sequence[RunData]) -> Figure:
             vals = []
             for q in names:
                 per = [
-                    _queue_value(r.summary["queues"][q], key)
+                    queue_value(r.summary["queues"][q], key)
                     for r in grouped[g]
                     if q in (r.summary.get("queues") or {})
                 ]

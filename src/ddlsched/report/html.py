@@ -17,15 +17,15 @@ import numpy as np
 from ..core.results import atomic_write_text
 from ..experiments.runner import mean_ci
 from .figures import (
+    QUEUE_METRICS,
     figure_bytes,
     gantt,
     groups,
     jct_cdf,
-    QUEUE_METRICS,
-    _queue_value,
     policy_bars,
     queue_bars,
     queue_cdf,
+    queue_value,
     rho_cdf,
     utilisation,
 )
@@ -199,13 +199,11 @@ def _queue_table(grouped: dict[str, list[RunData]]) -> str:
         for q in names:
             ms = [r.summary["queues"][q] for r in rs if q in (r.summary.get("queues") or {})]
             cells = "".join(
-                f"<td>{_fmt_ci([scale * _queue_value(m, key) for m in ms])}</td>"
+                f"<td>{_fmt_ci([scale * queue_value(m, key) for m in ms])}</td>"
                 for key, (_, scale) in QUEUE_METRICS.items()
             )
             jobs = _fmt_count([int(m.get("jobs", 0)) for m in ms])
-            rows.append(
-                f"<tr><td>{esc(label)}</td><td>{esc(q)}</td><td>{jobs}</td>{cells}</tr>"
-            )
+            rows.append(f"<tr><td>{esc(label)}</td><td>{esc(q)}</td><td>{jobs}</td>{cells}</tr>")
     rows.append("</table>")
     return "\n".join(rows)
 
