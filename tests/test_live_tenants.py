@@ -321,3 +321,100 @@ def test_a_version_1_store_serves_its_old_jobs(home) -> None:  # noqa: F811
     jobs = svc.wait_ended([2])
     assert jobs[2]["state"] == "finished" and jobs[2]["queue"] is None
     assert svc.drain() == 0
+
+
+RECLAIM = """\
+[[resourceFlavor]]
+name = "default"
+
+[[clusterQueue]]
+name = "x"
+cohortName = "lab"
+preemption = { reclaimWithinCohort = "Any" }
+[[clusterQueue.resourceGroups]]
+coveredResources = ["nvidia.com/gpu"]
+flavors = [{ name = "default", resources = [{ name = "nvidia.com/gpu", nominalQuota = 4 }] }]
+
+[[clusterQueue]]
+name = "y"
+cohortName = "lab"
+preemption = { reclaimWithinCohort = "Any" }
+[[clusterQueue.resourceGroups]]
+coveredResources = ["nvidia.com/gpu"]
+flavors = [{ name = "default", resources = [{ name = "nvidia.com/gpu", nominalQuota = 4 }] }]
+
+[[clusterQueue]]
+name = "z"
+[[clusterQueue.resourceGroups]]
+coveredResources = ["nvidia.com/gpu"]
+flavors = [{ name = "default", resources = [{ name = "nvidia.com/gpu", nominalQuota = 4 }] }]
+"""
+
+
+def _wait_state(svc, job_id: int, state: str, timeout: float = 30.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while svc.jobs()[job_id]["state"] != state:
+        assert time.monotonic() < deadline, (svc.jobs()[job_id], svc.log.read_text()[-2000:])
+        time.sleep(0.1)
+
+
+def test_kueue_reclaims_a_running_borrower_in_the_service_and_it_resumes(home) -> None:  # noqa: F811
+    import time
+
+    from test_live_service import starting_steps
+
+    path, tag, _ = home
+    q = path / "reclaim.toml"
+    q.write_text(RECLAIM)
+    svc = serve(home, "--queues", str(q))
+    # x borrows y's idle quota for an 8-GPU job (the whole cluster)
+    (borrower,) = svc.submit(job(tag, steps=100, gpus=8, queue="x"))
+    _wait_state(svc, borrower, "running")
+    time.sleep(1.0)  # a few checkpoints
+    (owner,) = svc.submit(job(tag, steps=20, gpus=4, queue="y"))
+    # y's job reclaims its nominal quota: Kueue evicts the running borrower (a stop, with
+    # its checkpoint), the owner runs, then the borrower is admitted again and resumes
+    jobs = svc.wait_ended([borrower, owner], timeout=90)
+    assert jobs[borrower]["state"] == jobs[owner]["state"] == "finished"
+    status, doc = svc.call("GET", f"/jobs/{borrower}")
+    events = doc["events"]  # type: ignore[index]
+    preempts = [e for e in events if e["event"] == "preempt"]
+    assert preempts and all(
+        e["reason"] == "evicted by Kueue: InCohortReclamation" for e in preempts
+    ), events
+    assert [e["event"] for e in events].count("start") >= 2
+    assert starting_steps(path / "state", borrower)[-1] > 0  # resumed from its checkpoint
+    # the owner started after the borrower's stop was requested, never before
+    owner_start = next(e["t"] for e in svc.call("GET", f"/jobs/{owner}")[1]["events"]  # type: ignore[index]
+                       if e["event"] == "start")  # fmt: skip
+    assert owner_start >= preempts[0]["t"]
+    assert svc.drain() == 0
+
+
+def test_why_says_admitted_and_waiting_for_the_policy(home) -> None:  # noqa: F811
+    path, tag, _ = home
+    q = path / "reclaim.toml"
+    q.write_text(RECLAIM)
+    svc = serve(home, "--queues", str(q))
+    # quotas add up to 12 GPUs on an 8-GPU cluster: z's job is admitted by its quota while
+    # every GPU is busy, so it waits for the policy, not for Kueue
+    first = svc.submit(
+        job(tag, steps=400, gpus=4, queue="x"), job(tag, steps=400, gpus=4, queue="y")
+    )
+    for i in first:
+        _wait_state(svc, i, "running")
+    (third,) = svc.submit(job(tag, steps=400, gpus=4, queue="z"))
+    __import__("time").sleep(0.5)
+    assert svc.jobs()[third]["state"] == "queued"
+    out = cli(path, "status", "--why", str(third), "--server", svc.url)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == (
+        f"job {third}: admitted by ClusterQueue z (flavor default, 4 nvidia.com/gpu); "
+        "waiting for the policy fifo to start it"
+    ), out.stdout
+    for i in (*first, third):
+        assert svc.call("DELETE", f"/jobs/{i}")[0] == 200
+    svc.wait_ended([*first, third])
+    assert svc.drain() == 0

@@ -220,6 +220,7 @@ class KueueAdmission:
         arrived = len(held) - (self.seen_held - removed_held)
         if arrived > 0:  # arrivals are appended to sim.held
             for job in held[len(held) - arrived :]:
+                self.by_id[job.job_id] = job  # (a service's jobs come after attach)
                 self.seq[job.job_id] = self.next_seq
                 self.next_seq += 1
                 session.add_pending(workloads[job.job_id])
@@ -247,7 +248,7 @@ class KueueAdmission:
             self._use(wl, -1)
             session.remove_pending(workloads[jid])  # as a snapshot's pending workload
             session.add_pending(workloads[jid])
-            sim.evict(job)
+            self._evict(sim, job, reason)
             self.seq[jid] = self.next_seq
             self.next_seq += 1
         seq = self.seq
@@ -271,6 +272,11 @@ class KueueAdmission:
             session.set_admitted(admitted[int(name[4:])][1])
         sim.admit(new)
 
+    def _evict(self, sim: Simulator, job: JobState, reason: str) -> None:
+        """Take ``job``'s admission back for Kueue's ``reason`` (a hook: the service records
+        the reason with the preemption)."""
+        sim.evict(job)
+
     def _cycle_full(self, sim: Simulator) -> None:
         """``decide`` on a whole snapshot (``incremental=False``)."""
         self._account(sim.now)
@@ -292,7 +298,7 @@ class KueueAdmission:
                 per[reason] = per.get(reason, 0) + 1
                 if sim.running.get(jid) is job:
                     self.evicted_running[jid] = self.evicted_running.get(jid, 0) + 1
-                sim.evict(job)
+                self._evict(sim, job, reason)
             new = [j for j in held if self.workloads[j.job_id].name not in pending]
             for job in new:
                 wl = self.workloads[job.job_id]

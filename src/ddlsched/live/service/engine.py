@@ -55,7 +55,7 @@ class ServiceExecutor(LiveExecutor):
         self.clock = clock
         self.hang_timeout = hang_timeout
         #: why the next preemption happens (recorded with it)
-        self._why = "preempted"
+        self.preempt_reason = "preempted"
         self._changed: dict[int, float] = {}  # last progress change (wall clock), per job
         self._procs: dict[int, list[tuple[int, int]]] = {}  # (pid, start time) per job
 
@@ -93,7 +93,7 @@ class ServiceExecutor(LiveExecutor):
 
     def stop(self, job: JobState) -> bool:
         if self.intent == PREEMPT and self.store.job(job.job_id).state == "running":
-            self.store.preempt(job.job_id, self.clock(), self._why)  # commit, then act
+            self.store.preempt(job.job_id, self.clock(), self.preempt_reason)  # commit, then act
         return super().stop(job)
 
     def record_finish(self, job: JobState, r: LiveRun) -> None:
@@ -111,11 +111,11 @@ class ServiceExecutor(LiveExecutor):
         # a worker whose host (a Ray actor) died may live on, orphaned: end it by its id
         for pid, start in self._procs.pop(job.job_id, []):
             end_process_group(pid, start, self.grace)
-        self._why = reason
+        self.preempt_reason = reason
         try:
             super().requeue(job, reason)
         finally:
-            self._why = "preempted"
+            self.preempt_reason = "preempted"
 
     # ------------------------------------------------------------------ watching
     def poll(self) -> None:

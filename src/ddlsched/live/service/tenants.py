@@ -28,6 +28,7 @@ from ..jobfile import LiveJob
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.job import JobSpec
     from ...core.simulator import Simulator
+    from ...core.state import JobState
     from .store import JobStore, StoredJob
 
 __all__ = ["TENANT_TOKENS_FILE", "ServiceAdmission", "explain", "tenant_tokens"]
@@ -87,6 +88,20 @@ class ServiceAdmission(KueueAdmission):
     def forget(self, job_id: int) -> None:
         """A cancelled job: its workload goes (its admission at the next cycle)."""
         self.workloads.pop(job_id, None)
+
+    def _evict(self, sim: Simulator, job: JobState, reason: str) -> None:
+        """Kueue's preemption of a running job is recorded with Kueue's reason (the store's
+        ``preempt`` event: "evicted by Kueue: InCohortReclamation")."""
+        executor = sim.executor
+        why = getattr(executor, "preempt_reason", None)
+        if why is None:
+            super()._evict(sim, job, reason)
+            return
+        executor.preempt_reason = f"evicted by Kueue: {reason}"  # type: ignore[attr-defined]
+        try:
+            super()._evict(sim, job, reason)
+        finally:
+            executor.preempt_reason = why  # type: ignore[attr-defined]
 
     def cycle(self, sim: Simulator) -> None:
         super().cycle(sim)
