@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -267,3 +268,32 @@ def test_luo24_n_is_bounded(n: str) -> None:
     assert MAX_LUO24_JOBS == 1_000_000
     with pytest.raises(InputError, match=r"luo24-N needs 1 ≤ N ≤ 1,000,000 jobs"):
         load_workload(f"luo24-{n}")
+
+
+def test_vc_queues_takes_each_jobs_queue_from_its_trace_row(tmp_path: Path) -> None:
+    # issue #28: the Pollux-artifact workload with each job in its Philly VC's queue
+    trace = tmp_path / "philly.csv"
+    rows = ["timestamp,duration,num_gpus,gpu_time,cluster"]
+    rows += [f"2017-10-09 0{2 + k % 6}:0{k % 10}:00,{100 + 60 * k},1,{100 + 60 * k},vc{k % 3}"
+             for k in range(30)]  # fmt: skip
+    trace.write_text("\n".join(rows) + "\n")
+    plain = generate_pollux_workload(4, num_jobs=12, philly=trace)
+    vc = generate_pollux_workload(4, num_jobs=12, philly=trace, vc_queues=True)
+    assert [replace(j, queue="") for j in vc] == plain  # nothing else changes
+    by_time = {}
+    for line in rows[1:]:
+        t, d, *_rest, c = line.split(",")
+        by_time.setdefault((int(t[11:13]) - 2) * 3600 + int(t[14:16]) * 60, set()).add(c)
+    assert all(j.queue in by_time[int(j.arrival)] for j in vc) and {j.queue for j in vc} > {"vc0"}
+    with pytest.raises(InputError, match="needs the Philly trace"):
+        generate_pollux_workload(4, num_jobs=12, vc_queues=True)
+    # through the command line: one ClusterQueue per VC
+    from ddlsched.cli import main
+
+    out = tmp_path / "run"
+    argv = ["run", "--cluster", "luo24", "--workload", "luo24-12", "--quiet", "--set",
+            f"philly={trace}", "--set", "vc_queues=true", "--queues", "proportional",
+            "--policy", "fifo", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    summary = __import__("json").loads((out / "summary.json").read_text())
+    assert set(summary["queues"]) == {j.queue for j in vc}

@@ -83,6 +83,7 @@ RECORDED_IF_CHANGED = frozenset(
         "gpu_weights",
         "duration_scale",
         "jobs_per_hour",
+        "vc_queues",
         "gavel_round",
         "gavel_reset_interval",
         "gavel_fifo_quirk",
@@ -166,6 +167,8 @@ class WorkloadSettings:
     gpu_weights: str = ""  # "1:65,4:35,8:10": GPU count → weight; "" = the application's
     duration_scale: float = 1.0  # × each sampled job's GPU time before its application is chosen
     jobs_per_hour: float = 0.0  # arrival rate; 0 = the recipe's (jobs over its 8-hour window)
+    # each job's queue = the virtual cluster of its sampled Philly row (needs `philly`; #28)
+    vc_queues: bool = False
 
 
 #: section name → its dataclass, in the order config.json lists them
@@ -432,6 +435,8 @@ class Settings(
             knobs["duration_scale"] = self.duration_scale
         if self.jobs_per_hour:
             knobs["jobs_per_hour"] = self.jobs_per_hour
+        if self.vc_queues:
+            knobs["vc_queues"] = True
         return knobs
 
     @property

@@ -171,6 +171,7 @@ SCOPES: dict[str, Rule] = {
     "gpu_weights": (_LUO24_GEN, _always),
     "duration_scale": (_LUO24_GEN, _always),
     "jobs_per_hour": (_LUO24_GEN, _always),
+    "vc_queues": (_LUO24_GEN, _always),
 }
 
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 import operator
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +139,7 @@ def generate_pollux_workload(
     gpu_weights: Mapping[int, float] | None = None,
     duration_scale: float = 1.0,
     jobs_per_hour: float | None = None,
+    vc_queues: bool = False,
 ) -> list[JobSpec]:
     """A Pollux-artifact workload: ``num_jobs · load`` jobs (rounded half up) arriving over
     ``duration_hours`` (whole seconds from 0) from the trace's ``start_hour`` o'clock on; recipe
@@ -189,6 +190,9 @@ def generate_pollux_workload(
     * ``jobs_per_hour`` (> 0; default: jobs / ``duration_hours``): arrival rate; the sampled
       submission times are stretched from the window to ``jobs / jobs_per_hour`` hours (the
       busy period's hourly profile is kept), whole seconds.
+    * ``vc_queues`` (needs ``philly``; issue #28): each job's ``queue`` is the virtual cluster
+      of the trace row it was sampled from (``--queues proportional`` then gives one
+      ClusterQueue per VC); nothing else changes.
     """
     seed = operator.index(seed)
     total = _job_count(num_jobs, load)
@@ -202,8 +206,14 @@ def generate_pollux_workload(
     rng2 = random.Random(seed + 3)
     # The artifact seeds pandas' sample (a legacy RandomState) from the first stream.
     sample_seed = rng.randint(0, 1 << 32) % (1 << 32)
+    vcs: Sequence[str] = ("",) * total
     if philly is not None:
-        times, gpu_times = _sample_trace(Path(philly), total, window_s, start, sample_seed)
+        times, gpu_times, vcs = _sample_trace(Path(philly), total, window_s, start, sample_seed)
+        if not vc_queues:
+            vcs = ("",) * total
+    elif vc_queues:
+        raise InputError("needs the Philly trace (philly=…): the VCs come from its rows",
+                         field="vc_queues")  # fmt: skip
     else:
         times, gpu_times = _sample_builtin(total, window_s, start, sample_seed)
     if scale != 1.0:
@@ -211,7 +221,7 @@ def generate_pollux_workload(
     if rate is not None:  # stretch the window to total / rate hours
         times = times * (total / rate * 3600.0 / window_s)
     records = []
-    for t, gt in zip(times, gpu_times, strict=True):
+    for t, gt, vc in zip(times, gpu_times, vcs, strict=True):
         if gt < CATEGORY_BOUNDS_S[0]:
             app = rng.choice(["cifar10", "ncf"])
         elif gt < CATEGORY_BOUNDS_S[1]:
@@ -224,10 +234,12 @@ def generate_pollux_workload(
         if app == "deepspeech2" and rng2.randint(0, 1):
             app = "bert"
             reps, bsz = rng2.choice(POLLUX_CONFIGURATIONS[app])
-        records.append((int(t), app, reps, bsz))
+        records.append((int(t), app, reps, bsz, vc))
     if weights is not None:  # also set when only large_share is
         gpus = _knob_gpu_counts(seed, gpu_times, records, share, weights)
-        records = [(t, app, g, bsz) for (t, app, _, bsz), g in zip(records, gpus, strict=True)]
+        records = [
+            (t, app, g, bsz, vc) for (t, app, _, bsz, vc), g in zip(records, gpus, strict=True)
+        ]
     records.sort(key=lambda r: r[0])  # stable, as the artifact's list.sort
     return [
         JobSpec(
@@ -239,8 +251,9 @@ def generate_pollux_workload(
             application=app,
             batch_size=bsz,
             name=f"{app}-{i}",
+            queue=vc,
         )
-        for i, (t, app, reps, bsz) in enumerate(records)
+        for i, (t, app, reps, bsz, vc) in enumerate(records)
     ]
 
 
@@ -385,7 +398,7 @@ def _check_gpu_weights(
 def _knob_gpu_counts(
     seed: int,
     gpu_times: np.ndarray,
-    records: list[tuple[int, str, int, int]],
+    records: list[tuple[int, str, int, int, str]],
     share: float | None,
     weights: dict[int, float],
 ) -> list[int]:
@@ -399,7 +412,7 @@ def _knob_gpu_counts(
         large[np.lexsort((np.arange(n), -np.asarray(gpu_times)))[:k]] = True
     gen = np.random.default_rng([seed, KNOB_STREAM])
     out = []
-    for (_, app, _, bsz), is_large in zip(records, large, strict=True):
+    for (_, app, _, bsz, _), is_large in zip(records, large, strict=True):
         pool = [
             (g, w)
             for g, w in sorted(weights.items())
@@ -427,7 +440,7 @@ def _window_seconds(duration_hours: float) -> float:
 
 def _sample_trace(
     path: Path, n: int, window_s: float, start: int, sample_seed: int
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     """The artifact's filter, window and sample (pandas ``DataFrame.sample`` = the first ``n``
     of a legacy ``RandomState`` permutation of the filtered rows in file order)."""
     trace = read_philly(path)
@@ -441,7 +454,7 @@ def _sample_trace(
             source=str(path),
         )
     pick = pool[np.random.RandomState(sample_seed).permutation(len(pool))[:n]]
-    return shifted[pick], gpu_time[pick]
+    return shifted[pick], gpu_time[pick], tuple(trace.cluster[k] for k in pick)
 
 
 def _sample_builtin(
