@@ -1,13 +1,23 @@
-"""Study: per-VC quotas on the Philly trace (issue #28). FIFO and Tiresias on a time window of
-the Pollux artifact's ``philly.csv``, each without queues, with per-VC queues in one cohort
-(``proportional``: nominal GPUs ∝ the VC's GPU demand, unlimited borrowing, reclaim) and with
-the same queues and no borrowing (``borrowingLimit: 0``: each VC its private share); prints
-each VC's average JCT (hours) per variant.
+"""Study: per-VC quotas on the Philly trace (issue #28). Each policy without queues (``none``),
+with per-VC queues in one cohort (``quota``: ``--queues proportional``, nominal GPUs ∝ the VC's
+GPU demand, unlimited borrowing, reclaim) and with the same queues and no borrowing
+(``quota-noborrow``: ``borrowingLimit: 0``, each VC its private share); prints each VC's
+average JCT (hours) per variant and, for the quota variants, HiveD's sharing anomaly per VC
+(its average queueing minus that on a private cluster of its nominal GPUs, same policy; hours).
+
+Two workloads:
+
+* ``--workload trace`` (default): a time window of the Pollux artifact's ``philly.csv`` as
+  trace (duration) jobs on ``--scale`` × the ``philly`` servers; fifo and tiresias.
+* ``--workload pollux``: the Pollux artifact's recipe sampled from ``philly.csv``
+  (``luo24`` generator, ``vc_queues=True``: each job in the VC of its trace row; application
+  profiles) at ``--load`` × 160 jobs in 8 h on the ``luo24`` cluster (16 × 4 GPUs); fifo,
+  tiresias and pollux (a Pollux-like elastic policy, which needs profile jobs).
 
 A job larger than its VC's nominal quota could never run without borrowing: such jobs are left
 out of every variant (their count is printed), so the variants run the same jobs. Not a test:
-``python benchmarks/tenancy_philly_study.py [--start 21] [--days 2] [--scale 0.15]``; docs/tenancy.md holds
-one measured table. Skips with a message when the trace is absent.
+``python benchmarks/tenancy_philly_study.py [--workload trace|pollux] …``; docs/tenancy.md
+holds the measured tables. Skips with a message when the trace is absent.
 """
 
 from __future__ import annotations
@@ -49,16 +59,33 @@ def main() -> None:
     ap.add_argument("--start", type=float, default=21.0, help="window start, days into the trace")
     ap.add_argument("--days", type=float, default=2.0, help="window length, days")
     ap.add_argument("--scale", type=float, default=0.15, help="server counts × this")
-    ap.add_argument("--policies", default="fifo,tiresias")
+    ap.add_argument("--policies", default=None, help="default: fifo,tiresias[,pollux]")
+    ap.add_argument("--workload", choices=("trace", "pollux"), default="trace")
+    ap.add_argument("--load", type=float, default=2.0, help="pollux workload: × 160 jobs")
+    ap.add_argument("--seed", type=int, default=1, help="pollux workload: generator seed")
+    ap.add_argument("--anomaly", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args()
     if not args.trace.is_file():
         print(f"skipped: Philly trace not found at {args.trace} (shared data absent)")
         return
-    jobs = sorted(read_philly(args.trace), key=lambda j: (j.arrival, j.job_id))
-    t0 = jobs[0].arrival
-    lo, hi = args.start * 86400, (args.start + args.days) * 86400
-    jobs = [replace(j, arrival=j.arrival - t0 - lo) for j in jobs if lo <= j.arrival - t0 < hi]
-    cluster = scaled_philly(args.scale)
+    if args.workload == "pollux":
+        from ddlsched.core.cluster_io import load_cluster
+        from ddlsched.workloads.luo24 import generate_pollux_workload
+
+        jobs = generate_pollux_workload(
+            args.seed, philly=args.trace, load=args.load, vc_queues=True
+        )
+        cluster = load_cluster("luo24")
+        policies = args.policies or "fifo,tiresias,pollux"
+        what = f"Pollux recipe, seed {args.seed}, load {args.load:g}"
+    else:
+        jobs = sorted(read_philly(args.trace), key=lambda j: (j.arrival, j.job_id))
+        t0 = jobs[0].arrival
+        lo, hi = args.start * 86400, (args.start + args.days) * 86400
+        jobs = [replace(j, arrival=j.arrival - t0 - lo) for j in jobs if lo <= j.arrival - t0 < hi]
+        cluster = scaled_philly(args.scale)
+        policies = args.policies or "fifo,tiresias"
+        what = f"days {args.start:g}–{args.start + args.days:g}"
     config = load_run_queues("proportional", cluster, jobs)
     nominal = {
         q: cq.quotas()[("default", "nvidia.com/gpu")].nominal // 1000
@@ -67,28 +94,46 @@ def main() -> None:
     kept = [j for j in jobs if j.num_gpus <= nominal[j.queue]]
     kept = [replace(j, job_id=k) for k, j in enumerate(kept)]
     print(
-        f"{len(kept)} jobs of days {args.start:g}–{args.start + args.days:g} ({len(jobs) - len(kept)} larger than "
-        f"their VC's quota left out); cluster {cluster.name}, {cluster.num_gpus} GPUs"
+        f"{len(kept)} jobs ({what}; {len(jobs) - len(kept)} larger than their VC's quota left "
+        f"out); cluster {cluster.name}, {cluster.num_gpus} GPUs"
     )
     variants = {"none": None, "quota": config, "quota-noborrow": no_borrowing(config)}
     table: dict[tuple[str, str], dict[str, float]] = {}
-    for policy in args.policies.split(","):
+    anomaly: dict[tuple[str, str], dict[str, float | None]] = {}
+    for policy in policies.split(","):
         for vname, cfg in variants.items():
             t = time.perf_counter()
-            res = simulate(cluster, kept, policy, queues=cfg)
+            settings = {"sharing_anomaly": True} if cfg is not None and args.anomaly else None
+            res = simulate(cluster, kept, policy, queues=cfg, settings=settings)
             per: dict[str, list[float]] = {}
             for j, spec in zip(res.jobs, kept, strict=True):
                 per.setdefault(spec.queue, []).append(j.finish - j.arrival)
             table[(policy, vname)] = {q: sum(v) / len(v) / 3600 for q, v in per.items()}
             table[(policy, vname)]["all"] = res.summary["avg_jct"] / 3600
+            if settings:
+                anomaly[(policy, vname)] = {
+                    q: None if m["sharing_anomaly"] is None else m["sharing_anomaly"] / 3600
+                    for q, m in res.summary["queues"].items()
+                }
             print(f"  {policy} {vname}: {time.perf_counter() - t:.1f} s", flush=True)
     cols = list(table)
     vcs = sorted({q for row in table.values() for q in row if q != "all"}) + ["all"]
+    print("\naverage JCT (h)")
     print("| VC | nominal GPUs | " + " | ".join(f"{p} {v}" for p, v in cols) + " |")
     print("|---|---|" + "---|" * len(cols))
     for q in vcs:
         cells = " | ".join(f"{table[c].get(q, float('nan')):.2f}" for c in cols)
         print(f"| {q} | {nominal.get(q, sum(nominal.values()))} | {cells} |")
+    if anomaly:
+        print("\nsharing anomaly (h): queueing in the shared cluster − on a private cluster "
+              "of the VC's nominal GPUs (> 0: the VC waits longer than alone; – : no run)")  # fmt: skip
+        acols = list(anomaly)
+        print("| VC | nominal GPUs | " + " | ".join(f"{p} {v}" for p, v in acols) + " |")
+        print("|---|---|" + "---|" * len(acols))
+        for q in vcs[:-1]:
+            vals = [anomaly[c].get(q) for c in acols]
+            cells = " | ".join("–" if v is None else f"{v:+.2f}" for v in vals)
+            print(f"| {q} | {nominal.get(q, 0)} | {cells} |")
 
 
 if __name__ == "__main__":

@@ -99,3 +99,18 @@ def test_ncf_quirk_is_an_option():
     assert widest_ncf(Settings(pollux_ncf_batch=0)) > 1
     with pytest.raises(InputError, match="pollux_ncf_batch"):
         Settings.from_mapping({"pollux_ncf_batch": "-1"})
+
+
+def test_pollux_runs_on_servers_of_different_sizes() -> None:
+    # the search was given max GPUs per server for every node: an allocation for a 4-GPU
+    # node put on the 3-GPU one failed ("node 2 lacks GPUs"); now each node's own size counts
+    from ddlsched.api import simulate
+    from ddlsched.core.cluster import Cluster, Server
+    from ddlsched.workloads.luo24 import generate_pollux_workload
+
+    jobs = [j for j in generate_pollux_workload(3, num_jobs=30) if j.num_gpus <= 12]
+    cluster = Cluster((Server(4), Server(4), Server(3), Server(1)), name="uneven")
+    res = simulate(cluster, jobs, "pollux")
+    assert all(j.finish > j.start >= j.arrival for j in res.jobs)
+    used = {p for s in res.segments for p in s.placement.split(";")}  # "server:gpu"
+    assert {"2:2", "3:0"} <= used and not any(p.startswith("2:3") for p in used)

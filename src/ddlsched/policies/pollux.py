@@ -209,7 +209,9 @@ class Pollux:
             range(len(jobs)),
             key=lambda i: (self._attained.get(jobs[i].job_id, 0.0), jobs[i].arrival, i),
         )
+        sizes = [srv.num_gpus for srv in cl.servers]
         return RoundProblem(
+            capacity=None if min(sizes) == per else np.array(sizes, dtype=np.int64),
             num_nodes=n,
             gpus_per_node=per,
             job_ids=tuple(j.job_id for j in jobs),
