@@ -668,6 +668,13 @@ def cmd_queues_decide(args: argparse.Namespace) -> int:
     snapshot = load_snapshot(args.workloads, config)
     decision = decide(config, snapshot, until_stable=args.until_stable)
     print(json.dumps(decision.to_json(), indent=2, sort_keys=True))
+    if not decision.stable:
+        print(
+            f"ddlsched: note: no stable state: after {decision.cycles} cycles the admissions "
+            "repeat (reclaims and re-admissions with nothing finishing; Kueue's requeue "
+            "back-off is not modelled): printed is the state where they started to repeat",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -983,7 +990,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--workloads",
         required=True,
         metavar="FILE",
-        help="the snapshot: 'admitted' and 'pending' workloads (YAML or .toml)",
+        help="the snapshot: 'admitted' and 'pending' workloads (YAML, JSON or .toml)",
     )
     qd.add_argument(
         "--until-stable",

@@ -337,6 +337,34 @@ def _less(
 #: most cycles ``until_stable`` runs: with reclaimWithinCohort Any and nothing finishing, victims
 #: that borrow again can be reclaimed again without end (Kueue's requeue backoff is not modelled)
 MAX_CYCLES = 1000
+#: after this many cycles ``until_stable`` also watches for a state it has been in before (the
+#: admitted workloads with their flavors, each queue's active and inadmissible workloads and
+#: sticky head: all a cycle depends on): the cycles would repeat from there, so it stops
+WATCH_AFTER = 8
+
+
+def _until_stable(sched: Scheduler, changed: bool, max_cycles: int) -> None:
+    """More cycles of ``sched`` until one changes nothing, the state repeats (an
+    oscillation: ``stable = False``) or ``max_cycles`` ran (``stable = False``). The state is
+    the scheduler's whole state (the quota usage follows from the admitted workloads), so a
+    repeat is a true cycle of states, which no further cycle leaves."""
+    decision = sched.decision
+    seen: set[tuple] = set()
+    while changed and decision.cycles < max_cycles:
+        if decision.cycles >= WATCH_AFTER:
+            state = (
+                frozenset((name, frozenset(info.flavors)) for name, info in sched.admitted.items()),
+                tuple(
+                    (frozenset(q.active), frozenset(q.inadmissible), q.sticky)
+                    for q in sched.queues.values()
+                ),
+            )
+            if state in seen:
+                decision.stable = False
+                return
+            seen.add(state)
+        changed = sched.cycle()
+    decision.stable = not changed
 
 
 def decide(
@@ -356,8 +384,7 @@ def decide(
     sched = Scheduler(config, snapshot)
     changed = sched.cycle()
     if until_stable:
-        while changed and sched.decision.cycles < max_cycles:
-            changed = sched.cycle()
+        _until_stable(sched, changed, max_cycles)
     pending = [n for q in sched.queues.values() for n in q.names()]
     sched.decision.pending = sorted(pending)
     return sched.decision
@@ -427,8 +454,7 @@ class Session:
         sched.decision.cycles = 0
         changed = sched.cycle()
         if until_stable:
-            while changed and sched.decision.cycles < max_cycles:
-                changed = sched.cycle()
+            _until_stable(sched, changed, max_cycles)
         return sched.decision
 
 

@@ -173,6 +173,9 @@ class Decision:
     preempted: dict[str, str] = field(default_factory=dict)
     pending: list[str] = field(default_factory=list)
     cycles: int = 1
+    #: ``until_stable``: False when the cycles came back to an earlier state (admitted
+    #: workloads and their flavors) or reached ``max_cycles`` without one that changes nothing
+    stable: bool = True
 
     def to_json(self) -> dict[str, object]:
         return {
