@@ -1,7 +1,9 @@
 """Study: per-VC quotas on the Philly trace (issue #28). Each policy without queues (``none``),
 with per-VC queues in one cohort (``quota``: ``--queues proportional``, nominal GPUs ∝ the VC's
 GPU demand, unlimited borrowing, reclaim) and with the same queues and no borrowing
-(``quota-noborrow``: ``borrowingLimit: 0``, each VC its private share); prints each VC's
+(``quota-noborrow``: ``borrowingLimit: 0``, each VC its private share) and with every nominal
+quota doubled (``quota-x2``: over-committed, more jobs admitted than fit, so the policy
+orders the admitted ones); prints each VC's
 average JCT (hours) per variant and, for the quota variants, HiveD's sharing anomaly per VC
 (its average queueing minus that on a private cluster of its nominal GPUs, same policy; hours).
 
@@ -45,6 +47,25 @@ def no_borrowing(config: QueuesConfig) -> QueuesConfig:
                 rg,
                 quotas={
                     k: ResourceQuota(q.nominal, 0, q.lending_limit) for k, q in rg.quotas.items()
+                },
+            )
+            for rg in cq.resource_groups
+        )
+        cqs[name] = replace(cq, resource_groups=groups)
+    return replace(config, cluster_queues=cqs)
+
+
+def overcommitted(config: QueuesConfig, factor: int) -> QueuesConfig:
+    """``config`` with every nominal quota × ``factor`` (Σ nominal > the cluster's GPUs: more
+    jobs admitted than fit, so the policy orders the admitted ones)."""
+    cqs = {}
+    for name, cq in config.cluster_queues.items():
+        groups = tuple(
+            replace(
+                rg,
+                quotas={
+                    k: ResourceQuota(q.nominal * factor, q.borrowing_limit, q.lending_limit)
+                    for k, q in rg.quotas.items()
                 },
             )
             for rg in cq.resource_groups
@@ -97,13 +118,19 @@ def main() -> None:
         f"{len(kept)} jobs ({what}; {len(jobs) - len(kept)} larger than their VC's quota left "
         f"out); cluster {cluster.name}, {cluster.num_gpus} GPUs"
     )
-    variants = {"none": None, "quota": config, "quota-noborrow": no_borrowing(config)}
+    variants = {
+        "none": None,
+        "quota": config,
+        "quota-noborrow": no_borrowing(config),
+        "quota-x2": overcommitted(config, 2),
+    }
     table: dict[tuple[str, str], dict[str, float]] = {}
     anomaly: dict[tuple[str, str], dict[str, float | None]] = {}
     for policy in policies.split(","):
         for vname, cfg in variants.items():
             t = time.perf_counter()
-            settings = {"sharing_anomaly": True} if cfg is not None and args.anomaly else None
+            anomalous = cfg is not None and args.anomaly and vname != "quota-x2"
+            settings = {"sharing_anomaly": True} if anomalous else None
             res = simulate(cluster, kept, policy, queues=cfg, settings=settings)
             per: dict[str, list[float]] = {}
             for j, spec in zip(res.jobs, kept, strict=True):
