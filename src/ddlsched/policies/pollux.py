@@ -221,6 +221,11 @@ class Pollux:
             scale=n / total,
             priority=np.array(order, dtype=np.int64),
             time=sim.now,
+            # servers of different sizes (e.g. Sia's sia-64: 4- and 8-GPU nodes): each node's
+            # own GPU count bounds its allocations, not the largest server's
+            capacity=None
+            if all(s.num_gpus == per for s in cl.servers)
+            else np.array([s.num_gpus for s in cl.servers], dtype=np.int64),
         )
 
     def _apply(self, sim: Simulator, jobs: list[JobState], prob: RoundProblem, alloc) -> None:

@@ -17,6 +17,7 @@ from ..errors import InputError, quote, suggest
 from ..parsing import NumberError, csv_rows, to_float, to_int
 from ..perf.models import builtin_model
 from .io import read_text
+from .pollux import is_pollux_header
 from .trace_formats import PLACEHOLDER_MODEL, placeholder_model
 
 #: Every column of the generic schema, in the order :func:`write_generic` writes them.
@@ -410,9 +411,10 @@ def _write_parquet(rows: list[list[Any]], path: Path, columns: list[str]) -> Non
 
 
 def line_of_value(workload: str | Path, column: str, value: str) -> int | None:
-    """The line of the first job of a generic CSV trace whose ``column`` holds ``value`` (an
-    absent column holds ""), for errors found after reading (a ``queue`` no queue has); None
-    when ``workload`` is no such file or no row matches."""
+    """The line of the first job of a generic CSV trace (or a Pollux/Sia workload) whose
+    ``column`` holds ``value`` (an absent column holds ""), for errors found after reading (a
+    ``queue`` no queue has, an ``application`` without a profile); None when ``workload`` is
+    no such file or no row matches."""
     path = Path(workload)
     try:
         if not path.is_file() or is_parquet(path):
@@ -427,7 +429,7 @@ def line_of_value(workload: str | Path, column: str, value: str) -> int | None:
                 continue
             if header is None:
                 header = [c.strip() for c in row]
-                if not is_generic_header(header):
+                if not (is_generic_header(header) or is_pollux_header(header)):
                     return None
                 continue
             cells = dict(zip(header, row, strict=False))
