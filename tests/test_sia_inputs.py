@@ -24,6 +24,7 @@ from ddlsched.perf.typed_profiles import (
     load_type_profiles,
     profile_types,
 )
+from ddlsched.workloads.traces import detect_format, read_trace, write_trace
 
 
 # ---------------------------------------------------------------------- cluster presets
@@ -469,3 +470,108 @@ def test_a_placement_the_tables_do_not_cover_is_a_one_line_error(tmp_path, capsy
         "field 'profiles': job 0 (alpha) on 8 GPU(s) of type(s) quad, placement (4, 4)" in lines[0]
     )
     assert "the profiles have no step time there (alpha: placement 8 is not measured" in lines[0]
+
+
+# ---------------------------------------------------------------------- the workload CSV
+SIA_HEADER = "name,time,application,num_replicas,batch_size"
+
+
+def workload(tmp_path: Path, text: str, name: str = "w.csv") -> Path:
+    f = tmp_path / name
+    f.write_text(text)
+    return f
+
+
+def test_the_workload_csv_field_by_field(tmp_path) -> None:
+    """As Sia's cluster.py:49-54 reads each row: ``name`` the job's name, ``time`` its
+    submission time in seconds, ``application`` its profile folder, ``num_replicas`` the
+    GPUs asked for, ``batch_size`` the total batch; file order gives the job ids."""
+    f = workload(
+        tmp_path,
+        f"{SIA_HEADER}\ncifar10-0,107,cifar10,6,2048\nbert-1,12.5,bert,1,12\n"
+        "yolov3-2,401.0,yolov3,12,512\n",
+    )
+    assert detect_format(f) == "pollux"  # the same header as the Pollux artifact's
+    jobs = read_trace(f)
+    assert [
+        (j.job_id, j.name, j.arrival, j.application, j.num_gpus, j.batch_size) for j in jobs
+    ] == [
+        (1, "bert-1", 12.5, "bert", 1, 12),
+        (0, "cifar10-0", 107.0, "cifar10", 6, 2048),
+        (2, "yolov3-2", 401.0, "yolov3", 12, 512),
+    ]
+    assert all(j.iterations == 0 and j.duration == 0 and j.category == "" for j in jobs)
+    assert read_trace(f, "sia") == jobs  # --workload-format sia reads it the same
+
+
+def test_sias_optional_category_column(tmp_path) -> None:
+    f = workload(
+        tmp_path,
+        f"{SIA_HEADER},category\na,0,alpha,4,128,rigid\nb,1,alpha,2,64,scale-gpus\n"
+        "c,2,alpha,1,32,adaptive\nd,3,alpha,1,32,\n",
+    )
+    assert detect_format(f) == "sia"
+    assert [j.category for j in read_trace(f)] == ["rigid", "scale-gpus", "adaptive", ""]
+    # the generic schema keeps it (written only when some job has one)
+    out = tmp_path / "g.csv"
+    write_trace(read_trace(f), out)
+    assert out.read_text().splitlines()[0].endswith(",category")
+    assert [j.category for j in read_trace(out)] == ["rigid", "scale-gpus", "adaptive", ""]
+    write_trace(read_trace(f)[3:], out)
+    assert "category" not in out.read_text()
+
+
+@pytest.mark.parametrize(
+    ("rows", "line", "field", "message"),
+    [
+        ("a,0,alpha,1,32\na,1,alpha,1,32\n", 3, "name", "duplicate job name 'a' (first on line 2)"),
+        (",0,alpha,1,32\n", 2, "name", "empty job name"),
+        ("a,-1,alpha,1,32\n", 2, "time", "must be ≥ 0"),
+        ("a,soon,alpha,1,32\n", 2, "time", "expected a number, got 'soon'"),
+        ("a,nan,alpha,1,32\n", 2, "time", "expected a finite number"),
+        ("a,0,,1,32\n", 2, "application", "empty application"),
+        ("a,0,alpha,2.5,32\n", 2, "num_replicas", "expected an integer"),
+        ("a,0,alpha,0,32\n", 2, "num_replicas", "must be ≥ 1"),
+        ("a,0,alpha,1,0\n", 2, "batch_size", "must be ≥ 1"),
+        ("a,0,alpha,1\n", 2, None, "expected 5 fields"),
+    ],
+)
+def test_a_malformed_workload_row_is_one_line(tmp_path, capsys, rows, line, field, message):
+    f = workload(tmp_path, f"{SIA_HEADER}\n" + rows)
+    with pytest.raises(InputError) as info:
+        read_trace(f)
+    e = info.value
+    assert (e.source, e.line, e.field) == (str(f), line, field)
+    assert message in e.message
+    argv = ["run", "--cluster", "sia-64", "--workload", str(f), "--policy", "fifo", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{f}, line {line}" in err[0]
+
+
+def test_an_unknown_category_is_one_line_with_a_suggestion(tmp_path) -> None:
+    f = workload(tmp_path, f"{SIA_HEADER},category\na,0,alpha,1,32,rigd\n")
+    with pytest.raises(InputError) as info:
+        read_trace(f)
+    e = info.value
+    assert (e.line, e.field) == (2, "category")
+    assert "unknown category 'rigd' (did you mean 'rigid'?)" in e.message
+
+
+def test_the_list_names_both_formats(capsys) -> None:
+    assert main(["list"]) == 0
+    formats = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("formats:"))
+    assert "pollux" in formats and "sia" in formats
+
+
+def test_a_sia_workload_with_categories_runs_end_to_end(tmp_path, capsys) -> None:
+    rows = "".join(
+        f"j{i},{20 * i},alpha,{g},{b},{c}\n"
+        for i, (g, b, c) in enumerate([(4, 128, "rigid"), (8, 256, ""), (1, 32, "adaptive")])
+    )
+    root = write_sia_profiles(tmp_path / "t", epoch_progress=2e3)
+    f = workload(tmp_path, f"{SIA_HEADER},category\n" + rows)
+    out = tmp_path / "o"
+    argv = ["run", "--cluster", "sia-64", "--workload", str(f), "--policy", "pollux"]
+    assert main([*argv, "--set", f"profiles={root}", "--quiet", "--out", str(out)]) == 0
+    assert main(["check", str(out)]) == 0
