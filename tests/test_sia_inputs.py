@@ -575,3 +575,31 @@ def test_a_sia_workload_with_categories_runs_end_to_end(tmp_path, capsys) -> Non
     argv = ["run", "--cluster", "sia-64", "--workload", str(f), "--policy", "pollux"]
     assert main([*argv, "--set", f"profiles={root}", "--quiet", "--out", str(out)]) == 0
     assert main(["check", str(out)]) == 0
+
+
+# ---------------------------------------------------------------------- the check script
+def test_the_check_script_reads_an_artifact_shaped_folder(tmp_path, capsys) -> None:
+    """benchmarks/sia_inputs_check.py on a folder laid out as the artifact's sia-simulator,
+    with our own tiny profiles (it cross-checks the nodes measured per type against the
+    artifact's cluster_max_physical_nnodes, which ours do not match: reported, exit 1)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "sia_inputs_check.py"
+    spec = importlib.util.spec_from_file_location("sia_inputs_check", path)
+    assert spec is not None and spec.loader is not None
+    check = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(check)
+    sim = tmp_path / "sia-simulator"
+    write_sia_profiles(sim / "traces", apps=("alpha", "beta"), default="aws")
+    (sim / "workloads" / "philly").mkdir(parents=True)
+    workload(sim / "workloads" / "philly", f"{SIA_HEADER}\na,0,alpha,4,128\nb,9,beta,1,32\n")
+    assert check.main([str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "workloads: 1 files, 2 jobs, 1 folders" in out
+    assert "apps {'alpha': 1, 'beta': 1}" in out
+    assert "profiles: 2 applications" in out and "alpha: types aws, dgx-ext, rtx" in out
+    assert "local [8, 16]  nodes ≤ 3  max_epochs 3" in out
+    assert "nodes measured on rtx: [3] = cluster_max_physical_nnodes 3" in out
+    assert "problem: aws: nodes measured [6], artifact's maximum 16" in out
+    assert "sia-64           types aws, dgx-ext, rtx: tables for every application yes" in out
+    assert "sia-physical-44  types rtx, dgx-ext, quad: tables for every application NO" in out
