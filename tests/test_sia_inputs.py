@@ -603,3 +603,35 @@ def test_the_check_script_reads_an_artifact_shaped_folder(tmp_path, capsys) -> N
     assert "problem: aws: nodes measured [6], artifact's maximum 16" in out
     assert "sia-64           types aws, dgx-ext, rtx: tables for every application yes" in out
     assert "sia-physical-44  types rtx, dgx-ext, quad: tables for every application NO" in out
+
+
+def test_a_spanning_job_accumulates_within_a_cluster_file_types_smaller_range(tmp_path) -> None:
+    """Issue #17's per-type profiles (Pollux layout, a cluster file's ``profiles``) measure
+    local batches up to 16 on type K, 32 on the default profiles: a job spanning A and K
+    takes micro-batches of 16 (one accumulation step), each type's rate at the whole
+    placement (2, 2) — not a micro-batch of 32 K never measured."""
+
+    def pollux_layout(root: Path, locals_: tuple[int, ...], factor: float) -> Path:
+        write_sia_profiles(root, types={"x": (4, 2, 2, factor, locals_)}, default="x")
+        for f in root.glob("alpha/*-x.csv"):
+            f.unlink()
+        return root
+
+    default = pollux_layout(tmp_path / "d", (8, 16, 32), 1.0)
+    pollux_layout(tmp_path / "k", (8, 16), 2.0)
+    f = tmp_path / "c.toml"
+    f.write_text(
+        '[gpu_types.A]\nspeed = 1.0\n[gpu_types.K]\nspeed = 1.0\nprofiles = "k"\n'
+        '[[servers]]\nnum_gpus = 2\ngpu_type = "A"\n[[servers]]\nnum_gpus = 2\ngpu_type = "K"\n'
+    )
+    spec = JobSpec(0, 0.0, 4, 0, MODEL, application="alpha", batch_size=128)
+    (job,) = simulate(read_cluster(f), [spec], "fifo", settings={"profiles": str(default)}).jobs
+    a = load_profiles(default)["alpha"]
+    k = load_profiles(tmp_path / "k")["alpha"]
+    cfg = accumulated_config(a, 4, 128, 16)
+    assert (cfg.accum, cfg.a) == (1, 16)
+
+    def rate(e: int) -> float:
+        return min(a.rate((2, 2), cfg, e), k.rate((2, 2), cfg, e))
+
+    assert job.jct == pytest.approx(alone_jct(rate, a.progress_at, EPOCHS), rel=1e-12)

@@ -406,8 +406,10 @@ class ProfileExecutor:
         requested GPUs at the requested batch (``AloneTimes``), on GPU types at the cluster's
         count-weighted mean speed (the default profiles are measured on one type). Where
         some types have their own profiles, at the count-weighted mean of the per-type rates
-        (Σ_t c_t · rate_t / G: an equal time-share of the types; rate_t is the type's own
-        profile's rate, else the default profile's at the type's speed)."""
+        (Σ_t c_t · rate_t / Σ_t c_t: an equal time-share of the types; rate_t is the type's own
+        profile's rate, else the default profile's at the type's speed; a type with tables in
+        Sia's layout at its own most consolidated placement and batch limits, and left out
+        where its tables cannot run the job at its size: ``_alone_shares``)."""
         r = self.runs[job.job_id]
         app = r.app
         cl = self.sim.cluster
@@ -438,15 +440,18 @@ class ProfileExecutor:
         configuration) of the job alone there. A type with its own tables in Sia's layout: on
         its own most consolidated placement within its own batch limits (or with ``fixed``);
         a type whose tables cannot run the job at its size is left out. Other types:
-        ``placement``/``cfg``."""
+        ``placement``/``cfg`` (a type with its own profiles: micro-batches capped at its
+        largest measured local batch)."""
         cl = self.sim.cluster
         out = []
         for t, c in cl.gpu_types.items():
             own = r.typed.get(t)
             if own is None:
                 out.append((c, r.app, self._speed[t], placement, cfg))
-            elif own.max_nodes is None:
-                out.append((c, own, 1.0, placement, cfg))
+            elif own.max_nodes is None:  # a cluster file's profiles: micro-batches in range
+                cap = own.max_local
+                fit = cfg if fixed is not None or cfg.a <= cap else self.config(job, cap)
+                out.append((c, own, 1.0, placement, fit))
             else:
                 per = max(s.num_gpus for s in cl.servers if s.gpu_type == t)
                 p_t = compact_placement(job.num_gpus, per)
