@@ -54,9 +54,10 @@ def test_a_registered_trace_format_is_detected_read_and_listed(mine_format, tmp_
     p = tmp_path / "export.txt"
     p.write_text(MINE)  # detection skips the comment line and sees the header
     assert "mine" in TRACE_FORMATS and TRACE_FORMATS["mine"].startswith("my scheduler")
-    assert list(TRACE_FORMATS)[-7:] == [
+    assert list(TRACE_FORMATS)[-8:] == [
         "ddlsched",
         "pollux",
+        "sia",
         "generic",
         "philly",
         "gavel",

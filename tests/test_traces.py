@@ -98,6 +98,10 @@ def test_detects_every_format_from_the_file(tmp_path):
         (write(tmp_path, "gen.txt", GENERIC_TEXT), "generic"),
         (no_suffix, "generic"),
         (write(tmp_path, "w.csv", "name,time,application,num_replicas,batch_size\n"), "pollux"),
+        (
+            write(tmp_path, "s.csv", "name,time,application,num_replicas,batch_size,category\n"),
+            "sia",
+        ),
         (write(tmp_path, "d.csv", "job_id,arrival,num_gpus,iterations,model\n"), "ddlsched"),
         (write(tmp_path, "d.dat", '[{"job_id": 1}]'), "ddlsched"),
     ]

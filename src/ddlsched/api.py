@@ -370,7 +370,7 @@ def load_named(
 def naming_workload(workload: str) -> Iterator[None]:
     """Errors of a run on the named ``workload`` say which workload (a policy that does not
     run its jobs; a job's batch size)."""
-    from .core.admission import JobFieldError
+    from .errors import JobFieldError
 
     try:
         yield

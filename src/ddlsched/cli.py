@@ -575,7 +575,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     print(
         "clusters:   "
         + ", ".join(CLUSTER_PRESETS)
-        + ", yu22-N (first N servers of yu22), gavel-V:P:K (Gavel's V100:P100:K80 clusters)"
+        + ", yu22-N (first N servers of yu22), gavel-V:P:K (Gavel's V100:P100:K80 clusters),"
+        + " sia-64xN (sia-64 with N times its nodes)"
     )
     print(
         "workloads:  "

@@ -63,6 +63,21 @@ def quote(text: str) -> str:
     return f"'{text}'" if text.isprintable() else repr(text)
 
 
+class JobFieldError(InputError):
+    """A job's field (``field``: a ``queue`` or ``priority`` the queues do not know, an
+    ``application`` without a profile) whose ``value`` the run cannot use, found after the
+    workload was read; the run's caller adds the workload file and line
+    (``api.naming_workload``)."""
+
+    def __init__(self, message: str, field: str, value: str, job_id: int) -> None:
+        super().__init__(message, field=field)
+        self.value = value
+        self.job_id = job_id
+
+    def __reduce__(self) -> tuple:
+        return (JobFieldError, (self.message, self.field, self.value, self.job_id))
+
+
 class ScheduleError(InputError):
     """A schedule the engine rejects (``Simulator.start``/``preempt``): names the job and the
     rule it breaks (GPU busy, duplicate, out of range, wrong count, job not queued …)."""

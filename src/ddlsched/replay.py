@@ -147,7 +147,7 @@ def _calibrate_profile(
     batches from the live run's job file, the profiles of its settings."""
     from .live.jobfile import read_live_jobs
     from .perf.builtin_apps import builtin_profiles
-    from .perf.profiles import load_applications
+    from .perf.typed_profiles import load_profiles
     from .replay_profile import calibrate_profile
 
     source = str(live.path / "config.json")
@@ -167,7 +167,7 @@ def _calibrate_profile(
         )
     settings = live.config.get("settings") or {}
     profiles = settings.get("profile", {}).get("profiles") if isinstance(settings, dict) else ""
-    apps = load_applications(profiles) if profiles else builtin_profiles()
+    apps = load_profiles(profiles) if profiles else builtin_profiles()
     _, cl = _cluster(live, cluster)
     calibrated, live.restarts, live.stops = calibrate_profile(
         measured, events, live.summary, live_jobs, apps, cl.gpu_server, poll

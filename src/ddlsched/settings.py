@@ -129,7 +129,7 @@ class PlannerSettings:
 class ProfileSettings:
     """Application-profile jobs (Luo et al., the Pollux artifact)."""
 
-    profiles: str = ""  # directory of application profiles (Pollux format)
+    profiles: str = ""  # directory of application profiles (Pollux format, or Sia's per type)
     ground_truth: str = "measured"  # measured (interpolated step times) | fitted (Eq. 7)
     semantics: str = "events"  # events | rounds (the Pollux artifact's 60 s loop)
     rescale_delay: float = 30.0  # seconds without progress after every allocation

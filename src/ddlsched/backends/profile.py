@@ -4,11 +4,12 @@ policy (fifo, sjf, tiresias, sjf-ffs, sjf-bsbf, pollux), in events or rounds sem
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.job import JobSpec
 from ..core.protocols import SchedulingPolicy
-from ..errors import InputError, quote
+from ..errors import InputError, JobFieldError, quote
 from ..policies.plugins import PROFILE_JOBS
 from ..settings_scope import PROFILE, RunScope
 from .base import Backend, Progress, jobs_per_gpu, shares_gpus
@@ -62,28 +63,25 @@ class ProfileBackend(Backend):
         builtin: bool,
     ) -> Simulator:
         from ..perf.builtin_apps import builtin_profiles
-        from ..perf.profiles import load_applications, read_pair_interference
+        from ..perf.profiles import read_pair_interference
+        from ..perf.typed_profiles import load_profiles
 
         if settings.profiles:
-            apps = load_applications(settings.profiles)
+            apps = dict(load_profiles(settings.profiles))
             where = settings.profiles
         else:
-            apps = builtin_profiles()
+            apps = dict(builtin_profiles())
             where = "the built-in profiles"
-        type_apps = type_applications(cluster, jobs, apps)
+        check_applications(jobs, apps, cluster, settings.profiles, where)
+        type_apps = type_applications(cluster, jobs, apps, settings.profiles)
+        for a in sorted({j.application for j in jobs} - set(apps)):
+            # only per-type tables (Sia's layout): the cluster's first type's are the default
+            apps[a] = next(type_apps[t][a] for t in cluster.gpu_types if t in type_apps)
         if settings.ground_truth == "fitted":
             from ..perf.fitting import fitted_applications
 
             apps = fitted_applications(apps)
             type_apps = {t: fitted_applications(a) for t, a in type_apps.items()}
-        missing = sorted({j.application for j in jobs} - set(apps))
-        if missing:
-            raise InputError(
-                f"no profile for application(s) {', '.join(missing)} in {where}; "
-                f"profiles found: {', '.join(sorted(apps)) or 'none'}",
-                source="--set",
-                field="profiles",
-            )
         if policy.name != "pollux":  # Pollux picks every batch itself
             check_batches(jobs, apps, where)
             for t, typed in type_apps.items():
@@ -133,14 +131,54 @@ class ProfileBackend(Backend):
         return Simulator(*args, **options)  # type: ignore[arg-type]
 
 
+def check_applications(
+    jobs: Sequence[JobSpec],
+    apps: Mapping[str, object],
+    cluster: Cluster,
+    profiles: str,
+    where: str,
+) -> None:
+    """Every job's application has a profile: a default one (``apps``) or, in a Sia-layout
+    ``profiles`` directory on a cluster of declared GPU types, tables for the cluster's types.
+    The first job without one is a ``JobFieldError`` (its caller names the workload's line)."""
+    from ..perf.typed_profiles import check_runnable, profile_types
+
+    layout = profile_types(profiles) if profiles else {}
+    sia = any(layout.values())  # the Sia artifact's layout
+    per_type = sia and bool(cluster.typed)
+    for j in jobs:
+        a = j.application
+        if a in apps or (per_type and layout.get(a)):
+            if sia:
+                check_runnable(a, str(Path(profiles) / a))
+            continue
+        found = ", ".join(sorted({*apps, *layout})) or "none"
+        if layout.get(a):
+            message = (
+                f"job {j.job_id}{f' {j.name!r}' if j.name else ''}: application {quote(a)} has "
+                f"only per-GPU-type profiles in {where} (types {', '.join(layout[a])}): run it "
+                "on a cluster that declares its GPU types (e.g. sia-64)"
+            )
+        else:
+            message = (
+                f"job {j.job_id}{f' {j.name!r}' if j.name else ''}: no profile for application "
+                f"{quote(a)} in {where}; profiles found: {found}"
+            )
+        raise JobFieldError(message, "application", a, j.job_id)
+
+
 def type_applications(
-    cluster: Cluster, jobs: Sequence[JobSpec], apps: Mapping[str, object]
+    cluster: Cluster, jobs: Sequence[JobSpec], apps: Mapping[str, object], profiles: str = ""
 ) -> dict[str, dict]:
-    """The measured profiles of each GPU type that names its own (``Cluster.type_profiles``),
-    read now; one-line errors naming the cluster file and the type's ``profiles`` field when
-    the tables are malformed or lack an application of ``jobs`` (or have fewer epochs than
-    its default profile: the job's epochs and progress come from ``apps``)."""
+    """The measured profiles of each GPU type that has its own, read now: a cluster file's
+    ``[gpu_types.T] profiles = "DIR"`` (``Cluster.type_profiles``) and, on a cluster of declared
+    GPU types, every other type's ``placements-<T>.csv`` tables in a Sia-layout ``profiles``
+    directory (``perf/typed_profiles``; a type without them is an error). One-line errors
+    name the cluster file and the type's ``profiles`` field (or the application folder) when
+    the tables are malformed or lack an application of ``jobs`` (or have fewer epochs than its
+    default profile: the job's epochs and progress come from ``apps``)."""
     from ..perf.profiles import load_applications
+    from ..perf.typed_profiles import is_typed_profiles, load_type_profiles
 
     out: dict[str, dict] = {}
     needed = sorted({j.application for j in jobs if j.application})
@@ -166,6 +204,8 @@ def type_applications(
                 f"{', '.join(missing)}; profiles found: {', '.join(sorted(typed)) or 'none'}"
             )
         for a in needed:
+            if a not in apps:
+                continue
             own, default = typed[a].epochs, apps[a].max_epochs  # type: ignore[attr-defined]
             if own < default:
                 raise error(
@@ -173,6 +213,10 @@ def type_applications(
                     f"fewer than the {default} its default profile runs"
                 )
         out[tp.gpu_type] = typed
+    if profiles and cluster.typed and is_typed_profiles(profiles):
+        for t in cluster.gpu_types:
+            if t not in out:  # a cluster file's own profiles for the type win
+                out[t] = load_type_profiles(profiles, t, needed, cluster.name)
     return out
 
 

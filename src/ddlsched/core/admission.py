@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InputError, quote, suggest
+from ..errors import InputError, JobFieldError, quote, suggest
 from ..tenancy import QueuesConfig, Snapshot, Workload, decide
 from ..tenancy.cycle import Session
 from ..tenancy.model import (
@@ -40,19 +40,6 @@ REASONS = (
     IN_COHORT_FAIR_SHARING,
     IN_COHORT_RECLAIM_WHILE_BORROWING,
 )
-
-
-class JobFieldError(InputError):
-    """A job's ``queue`` or ``priority`` (``field``) the queues do not know (``value``); the
-    run's caller adds the workload file and line (``api.naming_workload``)."""
-
-    def __init__(self, message: str, field: str, value: str, job_id: int) -> None:
-        super().__init__(message, field=field)
-        self.value = value
-        self.job_id = job_id
-
-    def __reduce__(self) -> tuple:
-        return (JobFieldError, (self.message, self.field, self.value, self.job_id))
 
 
 def cluster_queue_of(config: QueuesConfig, queue: str, job_id: int) -> str:

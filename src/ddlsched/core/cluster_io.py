@@ -24,6 +24,7 @@ from ..parsing import (
 )
 from ..paths import is_dir, path_exists, read_text
 from .cluster import Cluster, Server, TypeProfiles
+from .sia_clusters import SIA_CLUSTERS, SIA_SCALED, sia_preset, sia_scaled
 
 
 def _wang20() -> Cluster:
@@ -109,6 +110,8 @@ CLUSTER_PRESETS: dict[str, Callable[[int], Cluster]] = {
     "luo24-physical": lambda seed: Cluster.homogeneous(
         4, 4, name="luo24-physical", gpu_memory_mb=11264.0, gpu_type="2080Ti"
     ),
+    # Sia's simulated clusters (core/sia_clusters.py): GPU types named as its profile suffixes
+    **{name: (lambda seed, name=name: sia_preset(name)) for name in SIA_CLUSTERS},
 }
 #: ``yu22-N``: the yu22 draw cut to its first N servers
 SIZED_PRESET = re.compile(r"^yu22-([0-9]+)$")
@@ -528,12 +531,14 @@ def read_cluster(path: str | Path) -> Cluster:
 def is_cluster_preset(spec: str) -> bool:
     """Whether ``spec`` names a cluster preset (``yu22-N`` included) rather than a file."""
     name = spec.strip().lower()
-    return name in CLUSTER_PRESETS or bool(SIZED_PRESET.match(name) or GAVEL_PRESET.match(name))
+    return name in CLUSTER_PRESETS or bool(
+        SIZED_PRESET.match(name) or GAVEL_PRESET.match(name) or SIA_SCALED.match(name)
+    )
 
 
 def load_cluster(spec: str, seed: int = 0) -> Cluster:
-    """A preset by name (``wang20``, ``tiny``, ``yu22``, ``yu22-N``, ``gavel-V:P:K``;
-    case-insensitive; seeded
+    """A preset by name (``wang20``, ``tiny``, ``yu22``, ``yu22-N``, ``gavel-V:P:K``, Sia's
+    ``sia-64``, ``sia-homo-64``, ``sia-physical-44``, ``sia-64xN``; case-insensitive; seeded
     presets use ``seed``) or a cluster file path.
 
     Preset names win over a file of the same name; write ``./wang20`` to force the file.
@@ -555,9 +560,15 @@ def load_cluster(spec: str, seed: int = 0) -> Cluster:
         if sum(counts) > MAX_GPUS:
             raise InputError(f"gavel-V:P:K: more than {MAX_GPUS} GPUs", field="cluster")
         return gavel_cluster(*counts)
+    scaled = SIA_SCALED.match(name)
+    if scaled:
+        factor = int(scaled.group(1))
+        if not 1 <= factor <= MAX_GPUS // 64:
+            raise InputError(f"sia-64xN needs 1 ≤ N ≤ {MAX_GPUS // 64}", field="cluster")
+        return sia_scaled(factor)
     if path_exists(spec):
         return read_cluster(spec)
-    presets = ", ".join([*CLUSTER_PRESETS, "yu22-N", "gavel-V:P:K"])
+    presets = ", ".join([*CLUSTER_PRESETS, "yu22-N", "gavel-V:P:K", "sia-64xN"])
     hint = suggest(spec.strip().lower(), tuple(CLUSTER_PRESETS))
     raise InputError(
         f"unknown cluster {quote(spec)}{hint}: not a preset ({presets}) and no such file",

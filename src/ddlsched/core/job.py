@@ -54,6 +54,10 @@ class JobSpec:
     #: the job's priority in its queue (a run with ``--queues``): an integer or the name of a
     #: WorkloadPriorityClass; "": 0 (Kueue's default)
     priority: str = ""
+    #: Sia's job category (its workload CSV's optional ``category``): ``rigid`` (fixed GPU
+    #: count and batch), ``scale-gpus`` (fixed batch), ``adaptive``; "": not given (Sia's
+    #: simulator then treats the job as adaptive). For policies; the engine ignores it
+    category: str = ""
 
     def duration_on(self, gpu_type: str, speed: float = 1.0) -> float | None:
         """Seconds alone on ``num_gpus`` GPUs of ``gpu_type`` (speed factor ``speed``): the

@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from ..errors import InputError
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..perf.profiles import Application, BatchConfig
     from .protocols import JobAgent, JobConfig
@@ -78,6 +80,29 @@ class FixedIterations:
         return 1.0 / self._app.iteration_time(placement, cfg)
 
 
+class TypePart:
+    """A GPU type's own profile in Sia's layout seen from a job whose GPUs span several types.
+    Those tables measure placements within the one type, so the job's part on GPUs of the
+    type, ``part`` (GPUs per node), runs at the type's measured pace on that part, whatever
+    placement it is asked about; everything else is the profile's."""
+
+    def __init__(self, app: Application, part: tuple[int, ...]) -> None:
+        self._app = app
+        self.part = part
+
+    def __getattr__(self, name: str):
+        return getattr(self._app, name)
+
+    def step_time(self, placement, local_bsz: float) -> tuple[float, float]:
+        return self._app.step_time(self.part, local_bsz)
+
+    def iteration_time(self, placement, cfg: BatchConfig) -> float:
+        return self._app.iteration_time(self.part, cfg)
+
+    def rate(self, placement, cfg: BatchConfig, epoch: int) -> float:
+        return self._app.rate(self.part, cfg, epoch)
+
+
 class _Run:
     """One job's progress state (kept across preemptions: progress and epoch are not lost)."""
 
@@ -95,6 +120,8 @@ class _Run:
         "running",
         "since",
         "typed",
+        "cfg_type",
+        "cfg_limit",
     )
 
     def __init__(self, job: JobState, app: Application) -> None:
@@ -103,6 +130,10 @@ class _Run:
         #: the job's application in the profiles of each GPU type that has its own
         self.typed: dict[str, Application] = {}
         self.cfg: BatchConfig | None = None
+        #: the GPU type whose own profile's batch limits ``cfg`` obeys (None: the default
+        #: profile's), and the micro-batch cap of a placement spanning typed GPUs
+        self.cfg_type: str | None = None
+        self.cfg_limit: int | None = None
         self.placement: tuple[int, ...] = ()
         self.epoch = 0
         self.progress = 0.0
@@ -189,14 +220,20 @@ class ProfileExecutor:
         self._period_sum = [0.0] * n
         #: busy seconds per GPU of the allocations that ended (see ``gpu_busy``)
         self.gpu_busy_done = [0.0] * n
-        #: batch configurations by (job, micro-batch limit): pure functions of the job
-        self._configs: dict[tuple[int, int | None, int, int], BatchConfig] = {}
+        #: batch configurations by (job, micro-batch limit, replicas, batch, GPU type): pure
+        #: functions of the job
+        self._configs: dict[tuple[int, int | None, int, int, str | None], BatchConfig] = {}
         #: remaining_time memo: (job, placement, config, epoch, progress) → seconds
         self._remaining: dict[tuple, float] = {}
         cl = sim.cluster
         if self.type_apps:  # per-type profiles: each GPU's type, each type's speed
             self._gpu_type = [cl.gpu_type(g) for g in range(n)]
             self._speed = {s.gpu_type: s.speed if cl.typed else 1.0 for s in cl.servers}
+        #: some type's own tables are in Sia's layout (measured within the type only): the
+        #: estimates on the cluster's most consolidated placement become per-type ones
+        self._within_types = any(
+            a.max_nodes is not None for apps in self.type_apps.values() for a in apps.values()
+        )
         for j in sim.jobs:
             app = self._wrap(self.apps[j.spec.application], j)
             r = self.runs[j.job_id] = _Run(j, app)
@@ -210,15 +247,30 @@ class ProfileExecutor:
         return app
 
     # ------------------------------------------------------------------ GPU types
+    def _parts(self, gpus: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
+        """GPU type → the placement tuple of the GPUs of ``gpus`` of that type (in allocation
+        order), for a placement spanning several types."""
+        by_type: dict[str, list[int]] = {}
+        for g in gpus:
+            by_type.setdefault(self._gpu_type[g], []).append(g)
+        server = self.sim.cluster.gpu_server
+        return {t: placement_tuple(tuple(gs), server) for t, gs in by_type.items()}
+
     def _paces(self, r: _Run, gpus: tuple[int, ...]) -> list[tuple[Application, float]]:
         """(profile, speed factor) of each GPU type among ``gpus`` (per-type profiles only):
         a type with its own profiles at speed 1, the other types as one entry, the default
-        profile at their slowest speed (the rate grows with the speed)."""
+        profile at their slowest speed (the rate grows with the speed). Where ``gpus`` span
+        several types, a type's own tables in Sia's layout (measured within the type only)
+        give the pace of the job's part on that type (``TypePart``)."""
         out: list[tuple[Application, float]] = []
         slow: float | None = None
-        for t in sorted({self._gpu_type[g] for g in gpus}):
+        types = sorted({self._gpu_type[g] for g in gpus})
+        parts = self._parts(gpus) if len(types) > 1 else {}
+        for t in types:
             own = r.typed.get(t)
             if own is not None:
+                if parts and own.max_nodes is not None:
+                    own = TypePart(own, parts[t])  # type: ignore[assignment]
                 out.append((own, 1.0))
             elif slow is None or self._speed[t] < slow:
                 slow = self._speed[t]
@@ -234,7 +286,49 @@ class ProfileExecutor:
         if not self.type_apps:
             speed = self.sim.cluster.slowest_speed(r.job.gpus)  # 1.0 if types are undeclared
             return rate_at(r.app, placement, cfg, epoch, speed)
-        return min(rate_at(a, placement, cfg, epoch, s) for a, s in self._paces(r, r.job.gpus))
+        paces = self._paces(r, r.job.gpus)
+        try:
+            return min(rate_at(a, placement, cfg, epoch, s) for a, s in paces)
+        except ValueError as e:  # a type's own tables do not cover what the policy chose
+            types = sorted({self._gpu_type[g] for g in r.job.gpus})
+            raise InputError(
+                f"job {r.job.job_id} ({r.job.spec.application}) on {len(r.job.gpus)} GPU(s) "
+                f"of type(s) {', '.join(types)}, placement {placement}, micro-batch {cfg.a}: "
+                f"the profiles have no step time there ({getattr(e, 'message', e)})",
+                field="profiles",
+            ) from None
+
+    def config_type(self, gpus: tuple[int, ...] | list[int]) -> str | None:
+        """The GPU type whose own profile sets the batch limits of a job on ``gpus``: their
+        type when all of them are of one type with its own profiles — each type has its own
+        measured local-batch range, as in Sia's per-type applications (applications.py:49-52;
+        its job takes the batch limits of the type it runs on, job.py:317-340) — else None (the
+        default profile's limits)."""
+        if not self.type_apps or not gpus:
+            return None
+        t = self._gpu_type[gpus[0]]
+        if t in self.type_apps and all(self._gpu_type[g] == t for g in gpus):
+            return t
+        return None
+
+    def _type_limit(self, r: _Run, gpus: tuple[int, ...], placement: tuple[int, ...]) -> int | None:
+        """The micro-batch cap of a job on ``gpus`` from the GPU types' own profiles (None: no
+        cap below its configuration's profile's ``max_local``). One type's own profile in
+        Sia's layout (``max_nodes`` set): the largest local batch measured on ``placement``
+        (Sia's per-placement limit, ``Application.max_local_at``). A placement spanning
+        several types, some with own profiles: the smallest of their limits (Sia's layout:
+        each on the job's part on its type)."""
+        types = {self._gpu_type[g] for g in gpus}
+        own = [(t, r.typed[t]) for t in sorted(types) if t in r.typed]
+        if not own:
+            return None
+        parts = self._parts(gpus) if len(types) > 1 else {t: placement for t in types}
+        caps = [
+            a.max_local_at(parts[t]) if a.max_nodes is not None else a.max_local for t, a in own
+        ]
+        base = own[0][1] if len(types) == 1 else r.app
+        cap = min(caps)
+        return cap if cap < base.max_local else None
 
     def pace(self, job: JobState) -> tuple[Application, float]:
         """(profile, speed factor) running ``job`` runs at on its placement: its slowest GPU
@@ -249,6 +343,21 @@ class ProfileExecutor:
         assert r.cfg is not None
         cfg, placement, epoch = r.cfg, r.placement, r.epoch
         return min(paces, key=lambda p: rate_at(p[0], placement, cfg, epoch, p[1]))
+
+    def application_on(self, job: JobState, gpu_type: str) -> tuple[Application, float]:
+        """(profile, speed factor) ``job`` runs at on GPUs of ``gpu_type`` only: the type's own
+        profile at speed 1, else the default profile at the type's speed (1.0 where types are
+        undeclared). A policy's per-type throughput of the job on n GPUs of the type is
+        ``rate_at(app, placement, config(job, replicas=n, gpu_type=t), epoch, speed)``."""
+        r = self.runs[job.job_id]
+        own = r.typed.get(gpu_type)
+        if own is not None:
+            return own, 1.0
+        cl = self.sim.cluster
+        speeds = {s.gpu_type: s.speed for s in cl.servers}
+        if gpu_type not in speeds:
+            raise ValueError(f"cluster {cl.name!r} has no GPU type {gpu_type!r}")
+        return r.app, speeds[gpu_type] if cl.typed else 1.0
 
     # ------------------------------------------------------------------ what policies tell it
     def configure(self, job: JobState, config: JobConfig) -> None:
@@ -274,53 +383,105 @@ class ProfileExecutor:
 
     def remaining_consolidated(self, job: JobState, cfg: BatchConfig | None = None) -> float:
         """``remaining_time`` on the most consolidated placement of the job's requested GPUs
-        with ``cfg`` (default: the requested batch)."""
+        with ``cfg`` (default: the requested batch). Where GPU types have their own tables in
+        Sia's layout (measured within one type, which the cluster's most consolidated
+        placement may not be): at the count-weighted mean of the per-type rates, each type's
+        on its own most consolidated placement (as ``alone_time``)."""
         per = self.sim.cluster.max_gpus_per_server
         placement = compact_placement(job.num_gpus, per)
-        return self.remaining_time(job, placement, self.config(job) if cfg is None else cfg)
+        default = self.config(job) if cfg is None else cfg
+        if not self._within_types:
+            return self.remaining_time(job, placement, default)
+        r = self.runs[job.job_id]
+        shares = self._alone_shares(r, job, placement, default, cfg)
+        total, progress = 0.0, self.progress_now(job)
+        for e in range(r.epoch, r.app.max_epochs):
+            target = r.app.progress_at(e + 1)
+            total += max(target - progress, 0.0) / self._mean_rate(shares, e)
+            progress = target
+        return total
 
     def alone_time(self, job: JobState) -> float:
         """Seconds from start to finish alone on the most consolidated placement of the
         requested GPUs at the requested batch (``AloneTimes``), on GPU types at the cluster's
         count-weighted mean speed (the default profiles are measured on one type). Where
         some types have their own profiles, at the count-weighted mean of the per-type rates
-        (Σ_t c_t · rate_t / G: an equal time-share of the types; rate_t is the type's own
-        profile's rate, else the default profile's at the type's speed)."""
+        (Σ_t c_t · rate_t / Σ_t c_t: an equal time-share of the types; rate_t is the type's own
+        profile's rate, else the default profile's at the type's speed; a type with tables in
+        Sia's layout at its own most consolidated placement and batch limits, and left out
+        where its tables cannot run the job at its size: ``_alone_shares``)."""
         r = self.runs[job.job_id]
         app = r.app
         cl = self.sim.cluster
         placement = compact_placement(job.num_gpus, cl.max_gpus_per_server)
         cfg = self.config(job)
         speed = cl.mean_speed  # GPU types: an equal time-share of them
+        shares = self._alone_shares(r, job, placement, cfg) if self.type_apps else []
         total, progress = 0.0, 0.0
         for e in range(app.max_epochs):
             target = app.progress_at(e + 1)
             if self.type_apps:
-                g = self._mean_rate(r, placement, cfg, e)
+                g = self._mean_rate(shares, e)
             else:
                 g = rate_at(app, placement, cfg, e, speed)
             total += max(target - progress, 0.0) / g
             progress = target
         return total
 
-    def _mean_rate(
-        self, r: _Run, placement: tuple[int, ...], cfg: BatchConfig, epoch: int
-    ) -> float:
-        """The count-weighted mean over the cluster's GPU types of the per-type rates (exactly
-        the common rate where they are all equal)."""
-        counts = self.sim.cluster.gpu_types
-        rates = []
-        for t, c in counts.items():
+    def _alone_shares(
+        self,
+        r: _Run,
+        job: JobState,
+        placement: tuple[int, ...],
+        cfg: BatchConfig,
+        fixed: BatchConfig | None = None,
+    ) -> list[tuple[int, Application, float, tuple[int, ...], BatchConfig]]:
+        """Per GPU type of the cluster: (GPUs of the type, profile, speed, placement, batch
+        configuration) of the job alone there. A type with its own tables in Sia's layout: on
+        its own most consolidated placement within its own batch limits (or with ``fixed``);
+        a type whose tables cannot run the job at its size is left out. Other types:
+        ``placement``/``cfg`` (a type with its own profiles: micro-batches capped at its
+        largest measured local batch)."""
+        cl = self.sim.cluster
+        out = []
+        for t, c in cl.gpu_types.items():
             own = r.typed.get(t)
-            g = (
-                rate_at(r.app, placement, cfg, epoch, self._speed[t])
-                if own is None
-                else own.rate(placement, cfg, epoch)
+            if own is None:
+                out.append((c, r.app, self._speed[t], placement, cfg))
+            elif own.max_nodes is None:  # a cluster file's profiles: micro-batches in range
+                cap = own.max_local
+                fit = cfg if fixed is not None or cfg.a <= cap else self.config(job, cap)
+                out.append((c, own, 1.0, placement, fit))
+            else:
+                per = max(s.num_gpus for s in cl.servers if s.gpu_type == t)
+                p_t = compact_placement(job.num_gpus, per)
+                try:
+                    cap = own.max_local_at(p_t)
+                    cfg_t = fixed or self.config(
+                        job, cap if cap < own.max_local else None, gpu_type=t
+                    )
+                    own.step_time(p_t, cfg_t.a)  # the tables cover it
+                except ValueError:
+                    continue
+                out.append((c, own, 1.0, p_t, cfg_t))
+        if not out:
+            raise InputError(
+                f"job {job.job_id} ({job.spec.application}) on {job.num_gpus} GPU(s): no GPU "
+                "type's profiles measure a placement of that size",
+                field="profiles",
             )
-            rates.append((c, g))
+        return out
+
+    @staticmethod
+    def _mean_rate(
+        shares: list[tuple[int, Application, float, tuple[int, ...], BatchConfig]], epoch: int
+    ) -> float:
+        """The count-weighted mean over the GPU types of the per-type rates (exactly the
+        common rate where they are all equal)."""
+        rates = [(c, rate_at(a, p, cfg, epoch, speed)) for c, a, speed, p, cfg in shares]
         if len({g for _, g in rates}) == 1:
             return rates[0][1]
-        return sum(c * g for c, g in rates) / sum(counts.values())
+        return sum(c * g for c, g in rates) / sum(c for c, _ in rates)
 
     def remaining_as_running(self, job: JobState) -> float:
         """``remaining_time`` of running ``job`` on its placement and configuration."""
@@ -373,15 +534,20 @@ class ProfileExecutor:
         limit: int | None = None,
         replicas: int | None = None,
         batch: int | None = None,
+        gpu_type: str | None = None,
     ) -> BatchConfig:
         """The job's batch configuration on ``replicas`` GPUs (default: requested) with total
-        ``batch`` (default: requested); ``limit`` caps the micro-batch (accumulation)."""
+        ``batch`` (default: requested); ``limit`` caps the micro-batch (accumulation);
+        ``gpu_type``: on GPUs of that type, within its own profile's batch limits (a type
+        without its own profiles, or None: the default profile's)."""
         R = replicas or job.num_gpus
         B = batch or job.spec.batch_size
-        key = (job.job_id, limit, R, B)
+        r = self.runs[job.job_id]
+        own = r.typed.get(gpu_type) if gpu_type is not None else None
+        key = (job.job_id, limit, R, B, gpu_type if own is not None else None)
         cfg = self._configs.get(key)
         if cfg is None:
-            app = self.runs[job.job_id].app
+            app = r.app if own is None else own
             if limit is None or limit >= app.max_local:
                 cfg = app.batch_config(R, B)
             else:
@@ -393,17 +559,26 @@ class ProfileExecutor:
         """Fraction of a GPU's memory one worker uses: micro-batch ÷ the application's maximum
         local batch (the largest that fits a GPU alone) — the default memory model."""
         r = self.runs[job.job_id]
-        return r.cfg.a / r.app.max_local if r.cfg is not None else 0.0
+        if r.cfg is None:
+            return 0.0
+        app = r.typed[r.cfg_type] if r.cfg_type is not None else r.app
+        return r.cfg.a / app.max_local
 
     def start(self, job: JobState, delay: float) -> None:
         r = self.runs[job.job_id]
+        limit = self.micro_limit.pop(job.job_id, None)
+        r.cfg_type = self.config_type(job.gpus)
+        r.placement = placement_tuple(job.gpus, self.sim.cluster.gpu_server)
+        r.cfg_limit = self._type_limit(r, job.gpus, r.placement) if self.type_apps else None
+        if r.cfg_limit is not None and (limit is None or r.cfg_limit < limit):
+            limit = r.cfg_limit
         r.cfg = self.config(
             job,
-            self.micro_limit.pop(job.job_id, None),
+            limit,
             replicas=len(job.gpus),
             batch=self.batch_override.pop(job.job_id, None),
+            gpu_type=r.cfg_type,
         )
-        r.placement = placement_tuple(job.gpus, self.sim.cluster.gpu_server)
         r.delay_left = self.rescale_delay
         r.running = True
         r.since = r.last = self.sim.now
@@ -550,7 +725,9 @@ class ProfileExecutor:
         batch = self.agent.rebatch(r)
         if batch is None:
             return False
-        cfg = self.config(r.job, replicas=len(r.job.gpus), batch=batch)
+        cfg = self.config(
+            r.job, r.cfg_limit, replicas=len(r.job.gpus), batch=batch, gpu_type=r.cfg_type
+        )
         if cfg == r.cfg:
             return False
         r.cfg = cfg

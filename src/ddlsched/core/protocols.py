@@ -220,15 +220,23 @@ class ProfileEstimates(JobTimes, Protocol):
         speed (1.0 on a cluster without GPU types)."""
         ...
 
+    def application_on(self, job: JobState, gpu_type: str) -> tuple[Application, float]:
+        """(profile, speed factor) ``job`` runs at on GPUs of ``gpu_type`` only: the type's own
+        measured profile at speed 1, else the default profile at the type's speed."""
+        ...
+
     def config(
         self,
         job: JobState,
         limit: int | None = None,
         replicas: int | None = None,
         batch: int | None = None,
+        gpu_type: str | None = None,
     ) -> BatchConfig:
         """The batch configuration ``job`` would run on ``replicas`` GPUs with total ``batch``
-        and micro-batches of at most ``limit`` samples (defaults: what it asked for)."""
+        and micro-batches of at most ``limit`` samples (defaults: what it asked for), on GPUs
+        of ``gpu_type`` within that type's own profile's batch limits (None: the default
+        profile's)."""
         ...
 
     def memory_share(self, job: JobState) -> float:

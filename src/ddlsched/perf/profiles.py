@@ -85,6 +85,19 @@ ScalabilityRow = tuple[float, float, float, float, float]
 ValidationRow = tuple[float, float, float]
 
 
+class ProfileRangeError(InputError, ValueError):
+    """A step time or gradient statistic asked where the profiles measure none (a placement
+    outside the measured hull, a micro-batch outside a placement's range, a batch outside the
+    validated ones): a ``ValueError`` for callers that try another configuration, and one line
+    (exit status 2) where nothing does."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, field="profiles")
+
+    def __reduce__(self) -> tuple:
+        return (ProfileRangeError, (self.message,))
+
+
 @dataclass(frozen=True)
 class BatchConfig:
     """A job's batch on R replicas: the §2 fixed-batch rule (sim:77-83, 116)."""
@@ -103,6 +116,18 @@ def canonical_placement(placement: Iterable[int]) -> tuple[int, ...]:
     if min(p) < 0:
         raise ValueError(f"placement {p} has a negative GPU count")
     return min(p[i:] + p[:i] for i in range(len(p)))
+
+
+def packed_placement(replicas: int, max_nodes: int) -> tuple[int, ...]:
+    """``replicas`` GPUs on at most ``max_nodes`` nodes, ⌈replicas / max_nodes⌉ per node, the
+    rest on the last: how Sia's simulator runs an allocation on more nodes of a GPU type than
+    its profiles measure (cluster.py:197-209)."""
+    per = -(-replicas // max_nodes)
+    out = []
+    while replicas > 0:
+        out.append(min(per, replicas))
+        replicas -= out[-1]
+    return tuple(out)
 
 
 def placement_id(placement: Iterable[int]) -> str:
@@ -125,8 +150,13 @@ class Application:
         max_bsz: int | None = None,
         min_local: int | None = None,
         max_local: int | None = None,
+        max_nodes: int | None = None,
     ) -> None:
         self.name = name
+        #: most nodes the tables measure, for per-GPU-type tables (Sia's layout): a placement
+        #: on more nodes is looked up as Sia's simulator packs it (``packed_placement``);
+        #: None: the Pollux artifact's rule (nodes clamped to 16 in the interpolation)
+        self.max_nodes = max_nodes
         rows = list(placements)
         if not rows:
             raise ValueError(f"{name}: no placement measurements")
@@ -151,7 +181,15 @@ class Application:
             acc[1] += sync
             acc[2] += 1
         points = [(*key, s / n, y / n) for key, (s, y, n) in sorted(groups.items())]
-        points += [tuple(float(v) for v in row) for row in scalability]
+        scal = [tuple(float(v) for v in row) for row in scalability]
+        points += scal
+        #: scalability rows (nodes, replicas, local_bsz) and, per replica count, the largest
+        #: local batch measured on a placement of that many GPUs (``max_local_at``)
+        self._scal_points = [(n, r, x) for n, r, x, _, _ in scal]
+        self._max_local_by_replicas: dict[int, float] = {}
+        for p, x, _, _ in rows:
+            reps = sum(p)
+            self._max_local_by_replicas[reps] = max(x, self._max_local_by_replicas.get(reps, x))
         self._nd_points = np.array(points, dtype=float).reshape(-1, 5)
         self._nd: Any = None  # LinearNDInterpolator, built on first use
 
@@ -184,6 +222,33 @@ class Application:
             f"Application({self.name!r}, init_bsz={self.init_bsz}, max_bsz={self.max_bsz}, "
             f"local=[{self.min_local}, {self.max_local}], max_epochs={self.max_epochs})"
         )
+
+    def max_local_at(self, placement: Sequence[int]) -> int:
+        """The largest local batch the tables measure on ``placement`` (Sia's batch limit per
+        placement, applications.py:310-324 and job.py:375-382): its own rows' largest if the
+        placement ID is measured, else the largest of the scalability rows on at least as
+        many nodes and replicas (the application's ``max_local`` if none); at most the
+        largest measured on any placement of as many GPUs. Placements on more than
+        ``max_nodes`` nodes count as packed (``packed_placement``)."""
+        p = canonical_placement(placement)
+        if self.max_nodes is not None and len(p) > self.max_nodes:
+            p = canonical_placement(packed_placement(sum(p), self.max_nodes))
+        curve = self._curves.get(p)
+        if curve is not None:
+            cap = curve[0][-1]
+        else:
+            n, reps = len(p), sum(p)
+            xs = [x for sn, sr, x in self._scal_points if sn >= n and sr >= reps]
+            cap = max(xs) if xs else float(self.max_local)
+        same = self._max_local_by_replicas.get(sum(p))
+        if same is not None:
+            cap = min(cap, same)
+        return int(cap)
+
+    @property
+    def measured_nodes(self) -> int:
+        """The most nodes a placement or scalability row of the tables spans."""
+        return int(self._nd_points[:, 0].max())
 
     @property
     def validated_sizes(self) -> tuple[int, ...]:
@@ -226,17 +291,27 @@ class Application:
     def _measure(self, placement: tuple[int, ...], a: float) -> tuple[float, float]:
         """Uncached §3 lookup: 1-D in local_bsz for a measured ID, else LinearND."""
         p = canonical_placement(placement)
+        if self.max_nodes is not None and len(p) > self.max_nodes:
+            p = canonical_placement(packed_placement(sum(p), self.max_nodes))
         curve = self._curves.get(p)
         if curve is not None:
             return self._interp1d(p, curve, a)
         if self._nd is None:
             from scipy.interpolate import LinearNDInterpolator
+            from scipy.spatial import QhullError
 
-            self._nd = LinearNDInterpolator(self._nd_points[:, :3], self._nd_points[:, 3:])
+            try:
+                self._nd = LinearNDInterpolator(self._nd_points[:, :3], self._nd_points[:, 3:])
+            except QhullError:  # e.g. one GPU type's tables on one node only (Sia's quad)
+                raise ProfileRangeError(
+                    f"{self.name}: placement {placement_id(p)} is not measured, and the "
+                    "measured (nodes, replicas, local_bsz) points span no volume to "
+                    "interpolate in"
+                ) from None
         query = np.array([[min(len(p), MAX_QUERY_NODES), sum(p), a]], dtype=float)
         step, sync = (float(v) for v in self._nd(query)[0])
         if math.isnan(step) or math.isnan(sync):
-            raise ValueError(
+            raise ProfileRangeError(
                 f"{self.name}: placement {placement_id(p)} with local batch {a} lies outside "
                 "the measured (nodes, replicas, local_bsz) hull"
             )
@@ -251,7 +326,7 @@ class Application:
         """scipy ``interp1d`` (linear, bounds_error) evaluated as it does, for a scalar."""
         xs, steps, syncs = curve
         if not xs[0] <= a <= xs[-1]:  # also rejects NaN
-            raise ValueError(
+            raise ProfileRangeError(
                 f"{self.name}: local batch {a} outside the measured range "
                 f"[{xs[0]:g}, {xs[-1]:g}] of placement {placement_id(p)}"
             )
@@ -284,7 +359,7 @@ class Application:
             raise ValueError(f"{self.name}: epoch {epoch} outside [0, {self.epochs - 1}]")
         sizes = self._sizes
         if not sizes[0] <= batch <= sizes[-1]:  # also rejects NaN
-            raise ValueError(
+            raise ProfileRangeError(
                 f"{self.name}: batch {batch} outside the validated range [{sizes[0]}, {sizes[-1]}]"
             )
         i = bisect.bisect_left(sizes, batch)
@@ -458,14 +533,23 @@ def load_application(
     max_epochs: int | None = None,
     *,
     max_local: int | None = None,
+    suffix: str = "",
+    max_nodes: int | None = None,
 ) -> Application:
-    """One application directory of the Pollux artifact (app:23-47), artifact defaults by name."""
+    """One application directory of the Pollux artifact (app:23-47), artifact defaults by name.
+
+    ``suffix``: read one GPU type's tables, ``placements-<suffix>.csv`` and
+    ``scalability-<suffix>.csv``, instead (the Sia artifact's layout, ``perf/typed_profiles``);
+    the validation curves are the folder's either way. ``max_local=0``: the largest measured
+    local batch, whatever the Pollux artifact overrides for the name. ``max_nodes``: see
+    :class:`Application`."""
     directory = Path(path)
     if not is_dir(directory):
         raise InputError("not a directory (expected an application's traces)", source=str(path))
     name = name or directory.name
-    placements = _placements(directory / "placements.csv")
-    scalability = _scalability(directory / "scalability.csv")
+    tag = f"-{suffix}" if suffix else ""
+    placements = _placements(directory / f"placements{tag}.csv")
+    scalability = _scalability(directory / f"scalability{tag}.csv")
     validation = _validation(directory)
     if max_epochs is None:
         max_epochs = DEFAULT_MAX_EPOCHS.get(name)
@@ -479,6 +563,7 @@ def load_application(
             validation,
             max_epochs=max_epochs,
             max_local=max_local,
+            max_nodes=max_nodes,
         )
     except ValueError as e:
         raise InputError(str(e), source=str(directory)) from None

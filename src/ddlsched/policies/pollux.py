@@ -209,6 +209,8 @@ class Pollux:
             range(len(jobs)),
             key=lambda i: (self._attained.get(jobs[i].job_id, 0.0), jobs[i].arrival, i),
         )
+        # servers of different sizes (e.g. Sia's sia-64: 4- and 8-GPU nodes, a sharing-anomaly
+        # private cluster): each node's own GPU count bounds its allocations
         sizes = [srv.num_gpus for srv in cl.servers]
         return RoundProblem(
             capacity=None if min(sizes) == per else np.array(sizes, dtype=np.int64),

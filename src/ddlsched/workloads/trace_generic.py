@@ -17,6 +17,7 @@ from ..errors import InputError, quote, suggest
 from ..parsing import NumberError, csv_rows, to_float, to_int
 from ..perf.models import builtin_model
 from .io import read_text
+from .pollux import SIA_CATEGORIES, is_pollux_header
 from .trace_formats import PLACEHOLDER_MODEL, placeholder_model
 
 #: Every column of the generic schema, in the order :func:`write_generic` writes them.
@@ -35,10 +36,11 @@ GENERIC_COLUMNS: tuple[str, ...] = (
     "type_durations",
     "restart_delay",
     "stop_delay",
+    "category",
 )
-#: written only when some job has a value (a per-type table, its own delays): files without
-#: them stay as they were
-OPTIONAL_WRITTEN = ("priority", "type_durations", "restart_delay", "stop_delay")
+#: written only when some job has a value (a per-type table, its own delays, Sia's job
+#: category): files without them stay as they were
+OPTIONAL_WRITTEN = ("priority", "type_durations", "restart_delay", "stop_delay", "category")
 #: Columns every generic trace must have.
 GENERIC_REQUIRED: tuple[str, ...] = ("arrival", "num_gpus")
 #: First bytes of a Parquet file.
@@ -242,6 +244,13 @@ def _build(
         raise err("per-type durations need the job's duration too", "type_durations")
     restart_delay = _delay(rec.get("restart_delay"), "restart_delay", err)
     stop_delay = _delay(rec.get("stop_delay"), "stop_delay", err)
+    category = _text(rec.get("category"), "category", err)
+    if category and category not in SIA_CATEGORIES:
+        raise err(
+            f"unknown category {quote(category)}{suggest(category, SIA_CATEGORIES)}; expected "
+            f"one of {', '.join(SIA_CATEGORIES)} (or empty)",
+            "category",
+        )
     key = (model, application, batch, bool(duration))
     profile = cache.get(key)
     if profile is None:
@@ -262,6 +271,7 @@ def _build(
         type_durations=per_type,
         restart_delay=restart_delay,
         stop_delay=stop_delay,
+        category=category,
     )
 
 
@@ -350,6 +360,7 @@ def _rows(jobs: Iterable[JobSpec]) -> list[list[Any]]:
                 _cell_of(j.type_durations),
                 None if j.restart_delay is None else float(j.restart_delay),
                 None if j.stop_delay is None else float(j.stop_delay),
+                j.category or None,
             ]
         )
     return rows
@@ -400,6 +411,7 @@ def _write_parquet(rows: list[list[Any]], path: Path, columns: list[str]) -> Non
         pa.string(),  # priority
         pa.float64(),
         pa.float64(),
+        pa.string(),  # category
     )
     types = tuple(types[GENERIC_COLUMNS.index(c)] for c in columns)
     arrays = [pa.array([r[k] for r in rows], type=t) for k, t in enumerate(types)]
@@ -410,9 +422,10 @@ def _write_parquet(rows: list[list[Any]], path: Path, columns: list[str]) -> Non
 
 
 def line_of_value(workload: str | Path, column: str, value: str) -> int | None:
-    """The line of the first job of a generic CSV trace whose ``column`` holds ``value`` (an
-    absent column holds ""), for errors found after reading (a ``queue`` no queue has); None
-    when ``workload`` is no such file or no row matches."""
+    """The line of the first job of a generic CSV trace (or a Pollux/Sia workload) whose
+    ``column`` holds ``value`` (an absent column holds ""), for errors found after reading (a
+    ``queue`` no queue has, an ``application`` without a profile); None when ``workload`` is
+    no such file or no row matches."""
     path = Path(workload)
     try:
         if not path.is_file() or is_parquet(path):
@@ -427,7 +440,7 @@ def line_of_value(workload: str | Path, column: str, value: str) -> int | None:
                 continue
             if header is None:
                 header = [c.strip() for c in row]
-                if not is_generic_header(header):
+                if not (is_generic_header(header) or is_pollux_header(header)):
                     return None
                 continue
             cells = dict(zip(header, row, strict=False))

@@ -22,7 +22,7 @@ from ..core.timing import check_job_times
 from ..errors import InputError, quote, suggest
 from .io import read_workload
 from .philly import is_philly_header
-from .pollux import is_pollux_header
+from .pollux import has_category, is_pollux_header
 from .trace_formats import (
     GAVEL_COLUMNS,
     GAVEL_PHILLY_COLUMNS,
@@ -105,7 +105,16 @@ def unregister_trace_format(name: str) -> None:
 
 #: the order the built-in formats are tried in (after every user format): the tab-separated
 #: ones by column count, then headers from the most specific to the most general
-_DETECT_ORDER = ("gavel", "gavel-philly", "pollux", "tiresias", "philly", "ddlsched", "generic")
+_DETECT_ORDER = (
+    "gavel",
+    "gavel-philly",
+    "pollux",
+    "sia",
+    "tiresias",
+    "philly",
+    "ddlsched",
+    "generic",
+)
 
 
 def _detection_order() -> list[TraceFormat]:
@@ -275,13 +284,15 @@ def read_trace(
 
 
 def _read_pollux(path: Path) -> list[JobSpec]:
-    """A Pollux workload read by our workload reader (which recognises it by its header)."""
+    """A Pollux or Sia workload read by our workload reader (which recognises it by its
+    header)."""
     from .pollux import POLLUX_COLUMNS
 
     jobs = read_workload(path)
     if jobs and not jobs[0].application:  # the header was not Pollux's
         raise InputError(
-            f"not a Pollux workload: the header must be {','.join(POLLUX_COLUMNS)}",
+            f"not a Pollux or Sia workload: the header must be {','.join(POLLUX_COLUMNS)}"
+            "[,category]",
             source=str(path),
             line=1,
         )
@@ -476,9 +487,17 @@ for _name, _description, _read, _detect, _renumber in (
     ),
     (
         "pollux",
-        "Pollux workload CSV (name,time,application,num_replicas,batch_size)",
+        "Pollux (and Sia) workload CSV (name,time,application,num_replicas,batch_size)",
         lambda p, o: _read_pollux(p),
-        _has(is_pollux_header),
+        _has(lambda h: is_pollux_header(h) and not has_category(h)),
+        False,
+    ),
+    (
+        "sia",
+        "Sia workload CSV with job categories (name,time,application,num_replicas,"
+        "batch_size,category)",
+        lambda p, o: _read_pollux(p),
+        _has(has_category),
         False,
     ),
     (
