@@ -326,7 +326,7 @@ def test_client_commands_submit_status_cancel_drain_and_partial_export(home) -> 
     svc = serve(home)
     jobfile = path / "jobs.toml"
     jobfile.write_text("".join(
-        f'[[jobs]]\narrival = 0\ngpus = 4\ncommand = ["python3", "job.py", "400", "ok", "{tag}"]\n'
+        f'[[jobs]]\narrival = 0\ngpus = 4\ncommand = ["python3", "job.py", "4000", "ok", "{tag}"]\n'  # job 2 runs until cancelled
         for _ in range(3)
     ))  # fmt: skip
     out = cli(path, "submit", str(jobfile), "--server", svc.url)
