@@ -468,3 +468,25 @@ def test_pollux_runs_under_binding_queues(tmp_path: Path, semantics: str) -> Non
     write_result(res, tmp_path / "out")
     result = check_run(tmp_path / "out")
     assert result.ok, [v.message for v in result.violations]
+
+
+def test_several_gpu_flavors_on_a_typed_cluster_are_refused(tmp_path: Path) -> None:
+    # placement is not held to a flavor's GPU type: refused rather than miscounted
+    from ddlsched.core.cluster_io import load_cluster
+
+    path = tmp_path / "two.toml"
+    path.write_text(
+        '[[resourceFlavor]]\nname = "v100"\n[[resourceFlavor]]\nname = "k80"\n'
+        '[[clusterQueue]]\nname = "a"\n[[clusterQueue.resourceGroups]]\n'
+        'coveredResources = ["nvidia.com/gpu"]\nflavors = [\n'
+        '  { name = "v100", resources = [{ name = "nvidia.com/gpu", nominalQuota = 4 }] },\n'
+        '  { name = "k80", resources = [{ name = "nvidia.com/gpu", nominalQuota = 4 }] },\n]\n'
+    )
+    cfg = load_queues(path)
+    typed = load_cluster("gavel-4:0:4")
+    spec = JobSpec(0, 0.0, 1, 0, MODEL, duration=10.0, queue="a")
+    with pytest.raises(InputError, match="several flavors .* on a cluster of several GPU types"):
+        simulate(typed, [spec], "fifo", queues=cfg)
+    # one type, several flavors: quota accounting only, allowed
+    res = simulate(CLUSTER, [spec], "fifo", queues=cfg)
+    assert res.jobs[0].finish == 10.0

@@ -139,6 +139,19 @@ class KueueAdmission:
             raise InputError(
                 f"no ClusterQueue covers {GPU}: jobs could never be admitted", field="queues"
             )
+        types = sim.cluster.gpu_types
+        if sim.cluster.typed and len(types) > 1:
+            for name, cq in sorted(self.config.cluster_queues.items()):
+                rg = cq.group_of(GPU)
+                if rg is not None and len(rg.flavors) > 1:
+                    raise InputError(
+                        f"ClusterQueue {quote(name)} offers {GPU} in several flavors "
+                        f"({', '.join(rg.flavors)}) on a cluster of several GPU types "
+                        f"({', '.join(sorted(types))}): the policy's placement is not held to "
+                        "a flavor's GPU type yet, so the quota per flavor would not be the GPUs "
+                        "used; give each ClusterQueue one GPU flavor (docs/tenancy.md)",
+                        field="queues",
+                    )
         fits: dict[tuple[str, int], bool] = {}
         self.by_id = {job.job_id: job for job in sim.jobs}
         for job in sim.jobs:
