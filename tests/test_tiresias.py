@@ -123,7 +123,8 @@ def test_profile_workload_needs_profiles_and_a_profile_policy(tmp_path):
     cl = Cluster.homogeneous(1, 4)
     with pytest.raises(InputError) as e:
         simulate(cl, jobs, "tiresias")
-    assert e.value.field == "profiles"
+    # the job's application names the problem (and how to give profiles of one's own)
+    assert e.value.field == "application" and "--set profiles=DIR" in str(e.value)
     with pytest.raises(InputError) as e:  # a directory without application folders
         simulate(cl, jobs, "tiresias", settings={"profiles": str(tmp_path)})
     assert str(tmp_path) in str(e.value)

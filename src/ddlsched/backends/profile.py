@@ -163,6 +163,7 @@ def check_applications(
             message = (
                 f"job {j.job_id}{f' {j.name!r}' if j.name else ''}: no profile for application "
                 f"{quote(a)} in {where}; profiles found: {found}"
+                + ("" if profiles else " (a directory of your own: --set profiles=DIR)")
             )
         raise JobFieldError(message, "application", a, j.job_id)
 
