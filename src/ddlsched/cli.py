@@ -740,6 +740,7 @@ def cmd_testbed_measure(args: argparse.Namespace) -> int:
         reps=args.reps,
         placement=args.placement,
         backend=args.backend,
+        tcp=args.tcp or "",
         overwrite=args.overwrite,
     )
     quiet = args.quiet
@@ -1129,6 +1130,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tm.add_argument(
         "--backend", default="auto", help="gloo (torch), ring (our own over TCP), auto (default)"
+    )
+    tm.add_argument(
+        "--tcp", metavar="CC", help="TCP congestion control of the ring backend (cubic, bbr, reno)"
     )
     tm.add_argument("--overwrite", action="store_true", help="replace a non-empty --out")
     tm.add_argument("--quiet", action="store_true", help="no progress lines")

@@ -68,6 +68,8 @@ class MeasureConfig:
     reps: int = 2
     placement: str = "pair"
     backend: str = "auto"
+    #: TCP congestion control of the ring backend's sockets ("" = the namespace's default)
+    tcp: str = ""
     overwrite: bool = False
 
 
@@ -136,6 +138,21 @@ def check_config(cfg: MeasureConfig, st: state.TestbedState) -> None:
             "the gloo backend needs torch: pip install 'ddlsched[testbed]' (or --backend ring)",
             field="--backend",
         )
+    if cfg.tcp:
+        if cfg.backend != "ring":
+            raise InputError(
+                "needs --backend ring (gloo opens its own sockets with the default congestion "
+                "control)",
+                field="--tcp",
+            )
+        available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        names = available.read_text().split() if available.exists() else []
+        if cfg.tcp not in names:
+            raise InputError(
+                f"unknown TCP congestion control {quote(cfg.tcp)}; this kernel has "
+                f"{', '.join(names) or 'none listed'}",
+                field="--tcp",
+            )
     if not 2 <= cfg.max_k <= 16:
         raise InputError(f"must be between 2 and 16, got {cfg.max_k}", field="--max-k")
     if not 1 <= cfg.reps <= 20:
@@ -204,7 +221,7 @@ def start_workers(
                 "--backend", backend, "--rank", str(rank), "--world", "2",
                 "--addrs", addrs, "--port", str(BASE_PORT + 10 * job),
                 "--max-bytes", str(max_bytes), "--timeout", "120",
-                "--ifname", topology.SERVER_DEV,
+                "--ifname", topology.SERVER_DEV, "--tcp", cfg.tcp,
             ]  # fmt: skip
             with open(logs / f"job{job}-rank{rank}.log", "w", encoding="utf-8") as log:
                 proc = subprocess.Popen(
@@ -269,6 +286,30 @@ def run_point(
     return out
 
 
+# ------------------------------------------------------------------------------ the network
+def qdisc_drops(st: state.TestbedState) -> int:
+    """Packets every shaped queue of the testbed has dropped so far (``tc -s``)."""
+    total = 0
+    for ns in st.namespaces:
+        words = commands.run(["tc", "-n", ns, "-s", "qdisc", "show"], check=False).split()
+        total += sum(
+            int(words[i + 1].rstrip(","))
+            for i, w in enumerate(words[:-1])
+            if w == "(dropped" and words[i + 1].rstrip(",").isdigit()
+        )
+    return total
+
+
+def tcp_congestion_control(netns: str) -> str:
+    """The TCP congestion control a namespace's sockets use (a new namespace inherits the
+    host's default: bbr, cubic …)."""
+    out = commands.run(
+        ["ip", "netns", "exec", netns, "cat", "/proc/sys/net/ipv4/tcp_congestion_control"],
+        check=False,
+    )
+    return out.strip() or "unknown"
+
+
 # ------------------------------------------------------------------------------ the command
 @dataclass
 class MeasureResult:
@@ -306,6 +347,7 @@ def measure(cfg: MeasureConfig, progress: object = None) -> MeasureResult:
 
     with output_dir(cfg.out, may_replace=may_replace, overwrite=cfg.overwrite) as staging:
         tag = f"measure-{os.getpid()}"
+        drops_before = qdisc_drops(st)
         workers = start_workers(cfg, st, backend, staging / "workers")
         try:
             state.record_pids(cfg.name, tag, [w.proc.pid for w in workers])
@@ -327,6 +369,9 @@ def measure(cfg: MeasureConfig, progress: object = None) -> MeasureResult:
             stop_workers(workers)
             state.forget_pids(cfg.name, tag)
         summary, rows = analyse(cfg, st, backend, samples)
+        summary["qdisc_drops"] = qdisc_drops(st) - drops_before
+        summary["tcp_congestion_control"] = cfg.tcp or tcp_congestion_control(st.server_ns[0])
+        summary["kernel"] = os.uname().release
         summary["workers_start_s"] = round(started_s, 3)
         summary["seconds"] = round(time.monotonic() - t_start, 3)
         _write(staging, summary, rows, samples)

@@ -51,11 +51,19 @@ class Ring:
     and one from the left (receiving); with 2 workers both neighbours are the other one."""
 
     def __init__(
-        self, rank: int, world: int, addrs: list[str], ports: list[int], timeout: float
+        self,
+        rank: int,
+        world: int,
+        addrs: list[str],
+        ports: list[int],
+        timeout: float,
+        congestion: str = "",
     ) -> None:
         self.rank, self.world, self.timeout = rank, world, timeout
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if congestion:  # the accepted connection inherits it
+            listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, congestion.encode())
         listener.bind((addrs[rank], ports[rank]))
         listener.listen(1)
         listener.settimeout(timeout)
@@ -74,11 +82,15 @@ class Ring:
         acceptor = threading.Thread(target=accept, daemon=True)
         acceptor.start()
         while self.right is None:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            if congestion:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, congestion.encode())
+            sock.settimeout(max(0.1, deadline - time.monotonic()))
             try:
-                self.right = socket.create_connection(
-                    (addrs[right], ports[right]), timeout=max(0.1, deadline - time.monotonic())
-                )
+                sock.connect((addrs[right], ports[right]))
+                self.right = sock
             except OSError:
+                sock.close()
                 if time.monotonic() > deadline:
                     raise TimeoutError(
                         f"no connection to rank {right} at {addrs[right]}:{ports[right]}"
@@ -155,7 +167,7 @@ class Ring:
 class RingBackend:
     def __init__(self, args: argparse.Namespace, addrs: list[str]) -> None:
         ports = [args.port + i for i in range(args.world)]
-        self.ring = Ring(args.rank, args.world, addrs, ports, args.timeout)
+        self.ring = Ring(args.rank, args.world, addrs, ports, args.timeout, args.tcp)
         self.buf = np.zeros(args.max_bytes // ELEM, dtype=np.float32)
         self.scratch = np.zeros(len(self.buf) // args.world + 1, dtype=np.float32)
 
@@ -219,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-bytes", type=int, required=True)
     p.add_argument("--timeout", type=float, default=60.0)
     p.add_argument("--ifname", default="", help="GLOO_SOCKET_IFNAME (gloo)")
+    p.add_argument("--tcp", default="", help="TCP congestion control of the ring's sockets")
     args = p.parse_args(argv)
     addrs = args.addrs.split(",")
     try:
