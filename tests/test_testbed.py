@@ -249,6 +249,17 @@ def test_the_fits_recover_the_models_they_assume():
     assert fits.wang_mre < 1e-9 and fits.yu_mre < 1e-6
 
 
+def test_wangs_latency_and_rate_are_never_negative():
+    """Solo times whose cost per byte grows with the size (as under load) would give a
+    negative latency a by plain least squares: the fit keeps a, b ≥ 0, η takes any sign."""
+    from ddlsched.testbed.fit import fit_wang
+
+    solo = [Point(1, s, t) for s, t in ((1, 0.17), (4, 0.75), (16, 3.1))]
+    more = [Point(2, s, 1.8 * t) for s, t in ((1, 0.17), (4, 0.75), (16, 3.1))]
+    fit = fit_wang(solo + more)
+    assert fit.a == 0.0 and fit.b > 0 and fit.eta < 0
+
+
 def test_without_root_one_line(capsys):
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("needs root and setpriv to run the CLI as another user")

@@ -79,10 +79,21 @@ def first_error(text: str) -> str:
     return one_line(msg)
 
 
-def ip_batch(lines: Sequence[str], netns: str | None = None) -> None:
-    """``ip [-n NETNS] -batch -`` with ``lines`` (nothing to do: no process)."""
+def ip_batch(lines: Sequence[str], netns: str | None = None, force: bool = False) -> None:
+    """``ip [-n NETNS] -batch -`` with ``lines`` (nothing to do: no process). ``force``: go
+    on past a failing line (``ip -force``; the caller checks what was done)."""
     if lines:
-        run(["ip", *(["-n", netns] if netns else []), "-batch", "-"], stdin="\n".join(lines) + "\n")
+        run(
+            [
+                "ip",
+                *(["-n", netns] if netns else []),
+                *(["-force"] if force else []),
+                "-batch",
+                "-",
+            ],
+            stdin="\n".join(lines) + "\n",
+            check=not force,
+        )
 
 
 def tc_batch(lines: Sequence[str], netns: str) -> None:

@@ -162,7 +162,14 @@ def _remove(name: str, st: state.TestbedState | None, present: list[str]) -> Dow
     for ns in ours:
         procs += [(p, process_start_time(p)) for p in commands.netns_pids(ns)]
     ended = end_processes(procs)
-    commands.ip_batch([f"netns del {ns}" for ns in ours])
+    commands.ip_batch([f"netns del {ns}" for ns in ours], force=True)
+    left = [ns for ns in ours if ns in commands.netns_list()]
+    if left:  # the state stays, so that `down` can try again
+        raise InputError(
+            f"could not delete namespace {quote(left[0])} of testbed {quote(name)} "
+            f"(`ip netns del {left[0]}`)",
+            field="testbed",
+        )
     state.remove_state(name)
     return DownResult(name=name, namespaces=ours, processes=ended)
 

@@ -33,7 +33,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -318,7 +318,7 @@ class MeasureResult:
     rows: list[dict[str, object]]
 
 
-def measure(cfg: MeasureConfig, progress: object = None) -> MeasureResult:
+def measure(cfg: MeasureConfig, progress: Callable[[str], None] | None = None) -> MeasureResult:
     """Run the measurement (module docstring) and write ``contention.csv``, ``samples.csv``
     and ``summary.json`` (docs/testbed.md) to ``cfg.out``."""
     commands.require_privileges()
@@ -334,7 +334,7 @@ def measure(cfg: MeasureConfig, progress: object = None) -> MeasureResult:
     backend = cfg.backend
     if backend == "auto":
         backend = "gloo" if torch_available() else "ring"
-    say = progress if callable(progress) else (lambda msg: None)
+    say = progress or (lambda msg: None)
     t_start = time.monotonic()
     say(
         f"{cfg.max_k} jobs × {len(cfg.sizes_mb)} sizes × {cfg.reps} repetitions on "
