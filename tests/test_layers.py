@@ -5,8 +5,8 @@ Bottom to top::
     0  errors, parsing, paths, progress, parallel, processes, live (the job-side client ``live/__init__``)
     1  perf
     2  core
-    2  … and live.launchers (base, cgroup, local, ray: the cluster layer), tenancy
-       (Kueue's quotas)
+    2  … and live.launchers (base, cgroup, local, ray: the cluster layer), testbed (network
+       namespaces behind shaped links; its worker program at 0), tenancy (Kueue's quotas)
     3  policies, planning, workloads, live.jobfile, live.service.store
     4  api, backends, policy, settings, settings_scope, live.executor, live.backend,
        live.profile, live.run, the service's modules (live.service: server, engine, httpapi,
@@ -72,6 +72,9 @@ LAYERS: dict[str, int] = {
     "live.launchers.cgroup": 2,
     "live.launchers.local": 2,
     "live.launchers.ray": 2,
+    "testbed": 2,  # the network testbed (namespaces, shaping, measure): the cluster layer, so
+    # that live.launchers may place workers in it
+    "testbed.worker": 0,  # the all-reduce worker program: nothing of ddlsched
     "live.executor": 4,
     "live.backend": 4,
     "live.run": 4,

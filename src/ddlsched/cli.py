@@ -679,6 +679,97 @@ def cmd_queues_decide(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_testbed_up(args: argparse.Namespace) -> int:
+    from .testbed import TestbedSpec, up
+
+    spec = TestbedSpec.parse(
+        args.name, args.servers, args.gpus_per_server, args.bandwidth, args.delay
+    )
+    res = up(spec)
+    for note in res.notes:
+        print(f"ddlsched: note: {note}", file=sys.stderr)
+    st = res.state
+    delay = f", +{st.delay_ms:g} ms one way" if st.delay_ms else ""
+    print(
+        f"testbed {st.name} up in {res.seconds:.2f} s: {st.servers} servers "
+        f"({', '.join(f'{ns} {a}' for ns, a in zip(st.server_ns, st.addresses, strict=True))}) "
+        f"× {st.gpus_per_server} GPUs, uplinks {spec.rate} each way{delay}, switch {st.switch_ns}"
+    )
+    print(f"wrote {res.cluster_file}")
+    return 0
+
+
+def cmd_testbed_down(args: argparse.Namespace) -> int:
+    from .testbed import down
+
+    res = down(args.name)
+    print(
+        f"testbed {res.name} down: removed {len(res.namespaces)} namespaces"
+        + (f", ended {len(res.processes)} processes" if res.processes else "")
+    )
+    return 0
+
+
+def cmd_testbed_list(args: argparse.Namespace) -> int:
+    from .testbed import list_testbeds
+
+    rows = list_testbeds()
+    if not rows:
+        print("no testbeds")
+        return 0
+    print(
+        f"{'name':<12} {'status':<9} {'servers':>7} {'gpus':>4} {'rate':>8} {'subnet':<16} namespaces"
+    )
+    for r in rows:
+        expected = "?" if r.namespaces_expected is None else str(r.namespaces_expected)
+        print(
+            f"{r.name:<12} {r.status:<9} {r.servers if r.servers is not None else '?':>7} "
+            f"{r.gpus_per_server if r.gpus_per_server is not None else '?':>4} {r.rate:>8} "
+            f"{r.subnet:<16} {r.namespaces_present}/{expected}"
+        )
+    return 0
+
+
+def cmd_testbed_measure(args: argparse.Namespace) -> int:
+    from .testbed.measure import MeasureConfig, measure, parse_sizes
+
+    cfg = MeasureConfig(
+        name=args.name,
+        out=args.out,
+        sizes_mb=parse_sizes(args.sizes),
+        max_k=args.max_k,
+        reps=args.reps,
+        placement=args.placement,
+        backend=args.backend,
+        tcp=args.tcp or "",
+        overwrite=args.overwrite,
+    )
+    quiet = args.quiet
+
+    def progress(msg: str) -> None:
+        if not quiet:
+            print(f"ddlsched: {msg}", file=sys.stderr)
+
+    res = measure(cfg, progress=progress)
+    s = res.summary
+    print(
+        f"measured {len(res.rows)} points on testbed {s['testbed']} ({s['rate']}, "
+        f"{s['backend']}, placement {s['placement']}) in {s['seconds']:.0f} s"
+    )
+    print(
+        f"Wang: a {s['a'] * 1e3:.2f} ms, b {s['b'] * 1e9:.2f} ms/MB, eta {s['eta'] * 1e9:.2f} ms/MB "
+        f"(eta/b {s['eta_over_b']:.3f}); MRE on sizes {s['held_out_sizes_mb']} MB: "
+        f"{100 * s['wang_mre']:.1f} %"
+    )
+    yu = s["yu"]
+    print(
+        f"Yu: xi1 {yu['xi1']:.3f}, alpha {yu['alpha']:.3f}, xi2 {yu['xi2'] * 1e3:.2f} ms; MRE "
+        f"{100 * s['yu_mre']:.1f} % (defaults: {100 * s['yu_default_mre']:.1f} %)"
+    )
+    print(f"wrote {os.path.join(res.out, 'contention.csv')}, summary.json, samples.csv")
+    return 0
+
+
 class UsageError(Exception):
     """A command line argparse refuses (unknown option, malformed value); :func:`main` prints
     it as one ``ddlsched: error:`` line and exits 2, like any other input error."""
@@ -999,6 +1090,54 @@ def build_parser() -> argparse.ArgumentParser:
         help="repeat cycles (nothing finishes) until one changes nothing",
     )
     qd.set_defaults(func=cmd_queues_decide)
+
+    tb = sub.add_parser(
+        "testbed",
+        help="a contention testbed: servers as network namespaces on shaped links (root)",
+        description="Servers as network namespaces behind shaped uplinks to one bridge, real "
+        "all-reduce traffic between them (docs/testbed.md). Needs root and iproute2.",
+    )
+    tbs = tb.add_subparsers(dest="testbed_command", required=True, metavar="SUBCOMMAND")
+    tu = tbs.add_parser("up", help="make a testbed and its cluster file")
+    tu.add_argument("--name", required=True, help="1-12 characters of a-z, 0-9, '-'")
+    tu.add_argument("--servers", required=True, metavar="N", help="servers (namespaces), 1-64")
+    tu.add_argument("--gpus-per-server", required=True, metavar="G", help="logical GPUs, 1-64")
+    tu.add_argument(
+        "--bandwidth", required=True, metavar="RATE", help="each uplink's rate (100mbit, 1gbit)"
+    )
+    tu.add_argument("--delay", metavar="MS", help="one-way delay per uplink (needs netem)")
+    tu.set_defaults(func=cmd_testbed_up)
+    td = tbs.add_parser("down", help="remove a testbed: processes, namespaces, links, state")
+    td.add_argument("--name", required=True)
+    td.set_defaults(func=cmd_testbed_down)
+    tl = tbs.add_parser("list", help="the testbeds on this machine")
+    tl.set_defaults(func=cmd_testbed_list)
+    tm = tbs.add_parser(
+        "measure",
+        help="k = 1..4 concurrent all-reduces; Wang's and Yu's contention models fitted",
+    )
+    tm.add_argument("--name", required=True)
+    tm.add_argument("--out", required=True, metavar="DIR")
+    tm.add_argument(
+        "--sizes",
+        default="1,2,4,8,16",
+        metavar="MB,…",
+        help="all-reduce sizes (default 1,2,4,8,16)",
+    )
+    tm.add_argument("--max-k", type=int_arg, default=4, metavar="K", help="most jobs at once (4)")
+    tm.add_argument("--reps", type=int_arg, default=2, metavar="N", help="repetitions (2)")
+    tm.add_argument(
+        "--placement", default="pair", help="pair (default: all jobs on servers 0, 1) or star"
+    )
+    tm.add_argument(
+        "--backend", default="auto", help="gloo (torch), ring (our own over TCP), auto (default)"
+    )
+    tm.add_argument(
+        "--tcp", metavar="CC", help="TCP congestion control of the ring backend (cubic, bbr, reno)"
+    )
+    tm.add_argument("--overwrite", action="store_true", help="replace a non-empty --out")
+    tm.add_argument("--quiet", action="store_true", help="no progress lines")
+    tm.set_defaults(func=cmd_testbed_measure)
 
     ls = sub.add_parser("list", help="show policies, placements, gates, presets, experiments")
     ls.add_argument(

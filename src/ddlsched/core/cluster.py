@@ -39,6 +39,22 @@ class TypeProfiles:
 
 
 @dataclass(frozen=True)
+class TestbedRef:
+    """The network testbed a cluster file describes (its ``[testbed]`` table, written by
+    ``ddlsched testbed up``; docs/testbed.md): server i is network namespace ``namespaces[i]``
+    with address ``addresses[i]``, behind an uplink shaped to ``rate``. Simulation ignores it;
+    it tells live mode where the servers are."""
+
+    __test__ = False
+
+    name: str
+    namespaces: tuple[str, ...]
+    addresses: tuple[str, ...]
+    rate: str = ""
+    delay_ms: float = 0.0
+
+
+@dataclass(frozen=True)
 class Cluster:
     """A set of servers. Heterogeneous GPU counts per server are allowed."""
 
@@ -52,6 +68,8 @@ class Cluster:
     #: GPU types with their own measured application profiles (``TypeProfiles``); the other
     #: types run application-profile jobs on the default profiles at their speed
     type_profiles: tuple[TypeProfiles, ...] = ()
+    #: the network testbed whose namespaces are these servers (a cluster file's ``[testbed]``)
+    testbed: TestbedRef | None = None
     # derived lookup tables, filled in __post_init__
     gpu_server: tuple[int, ...] = field(init=False, repr=False, compare=False)
     gpu_local: tuple[int, ...] = field(init=False, repr=False, compare=False)
@@ -73,6 +91,11 @@ class Cluster:
         object.__setattr__(self, "server_first_gpu", tuple(first))
         if self.typed is None:
             object.__setattr__(self, "typed", any(s.speed != 1.0 for s in self.servers))
+        if self.testbed is not None and len(self.testbed.namespaces) != len(self.servers):
+            raise ValueError(
+                f"testbed {self.testbed.name!r} has {len(self.testbed.namespaces)} namespaces "
+                f"for {len(self.servers)} servers"
+            )
 
     @classmethod
     def homogeneous(

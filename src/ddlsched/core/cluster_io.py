@@ -23,7 +23,7 @@ from ..parsing import (
     load_yaml,
 )
 from ..paths import is_dir, path_exists, read_text
-from .cluster import Cluster, Server, TypeProfiles
+from .cluster import Cluster, Server, TestbedRef, TypeProfiles
 from .sia_clusters import SIA_CLUSTERS, SIA_SCALED, sia_preset, sia_scaled
 
 
@@ -142,7 +142,9 @@ def gavel_cluster(v100: int, p100: int, k80: int) -> Cluster:
 SERVER_FIELDS: tuple[str, ...] = tuple(
     f.name for f in dataclasses.fields(Server) if f.name != "speed"
 )
-_TOP_KEYS = ("name", "gpu_types", "defaults", "servers")
+_TOP_KEYS = ("name", "gpu_types", "defaults", "servers", "testbed")
+#: keys of the ``[testbed]`` table (``ddlsched testbed up`` writes it; docs/testbed.md)
+_TESTBED_KEYS = ("name", "namespaces", "addresses", "rate", "delay_ms")
 #: keys of one ``[gpu_types.NAME]`` entry
 _TYPE_KEYS = ("speed", "gpu_memory_mb", "profiles")
 #: its numeric keys
@@ -439,6 +441,47 @@ def _typed(
     return out
 
 
+def _testbed(table: Any, ctx: _Ctx, num_servers: int) -> TestbedRef:
+    """The ``[testbed]`` table: the testbed's ``name``, one network namespace and one address
+    per server (in server order), its ``rate`` and ``delay_ms``."""
+    path: Path_ = ("testbed",)
+    if not isinstance(table, dict):
+        raise ctx.error(f"expected a table, got {_type_name(table)}", path)
+    for key in table:
+        if key not in _TESTBED_KEYS:
+            raise ctx.error(
+                f"unknown key {quote(str(key))}{suggest(str(key), _TESTBED_KEYS)}; "
+                f"valid keys: {', '.join(_TESTBED_KEYS)}",
+                path + (str(key),),
+            )
+    for key in ("name", "namespaces", "addresses"):
+        if key not in table:
+            raise ctx.error(f"missing {quote(key)}", path + (key,))
+    name = table["name"]
+    if not isinstance(name, str) or not name.strip():
+        raise ctx.error(f"expected a non-empty string, got {_type_name(name)}", path + ("name",))
+    lists: dict[str, tuple[str, ...]] = {}
+    for key in ("namespaces", "addresses"):
+        v = table[key]
+        if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+            raise ctx.error(f"expected a list of strings, got {_type_name(v)}", path + (key,))
+        if len(v) != num_servers:
+            raise ctx.error(
+                f"{len(v)} entries for {num_servers} servers (one per server, in order)",
+                path + (key,),
+            )
+        lists[key] = tuple(v)
+    rate = table.get("rate", "")
+    if not isinstance(rate, str):
+        raise ctx.error(
+            f"expected a string such as '100mbit', got {_type_name(rate)}", path + ("rate",)
+        )
+    delay = _number(table.get("delay_ms", 0.0), path + ("delay_ms",), ctx)
+    if delay < 0:
+        raise ctx.error(f"must be >= 0, got {delay:g}", path + ("delay_ms",))
+    return TestbedRef(name.strip(), lists["namespaces"], lists["addresses"], rate, delay)
+
+
 def _build_cluster(data: Any, ctx: _Ctx, default_name: str) -> Cluster:
     if not isinstance(data, dict):
         raise ctx.error(f"expected a table with 'servers', got {_type_name(data)}", ())
@@ -489,11 +532,13 @@ def _build_cluster(data: Any, ctx: _Ctx, default_name: str) -> Cluster:
         if total_gpus > MAX_GPUS:
             raise ctx.error(f"cluster has more than {MAX_GPUS} GPUs", path + ("count",))
         servers.extend([srv] * count)
+    testbed = _testbed(data["testbed"], ctx, len(servers)) if "testbed" in data else None
     return Cluster(
         servers=tuple(servers),
         name=name.strip(),
         typed=types is not None,
         type_profiles=tuple(profiles),
+        testbed=testbed,
     )
 
 
