@@ -151,7 +151,7 @@ def main_() -> None:
                 f"`queues decide` {total:.3f} s with a JSON workloads file ({ok}, target "
                 f"{TARGET_S} s), {timings['.yaml']:.2f} s with YAML; "
                 f"the cycle alone {one * 1000:.1f} ms; --until-stable {stable:.2f} s "
-                f"({d.cycles} cycles, {'stable' if d.stable else 'repeats'}, "
+                f"({d.cycles} cycles, {'stable' if d.stable else 'no stable state'}, "
                 f"{len(d.admitted)} admitted, {len(d.preempted)} preempted)"
             )
 
