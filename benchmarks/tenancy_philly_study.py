@@ -38,40 +38,29 @@ from ddlsched.api import load_run_queues, simulate  # noqa: E402
 from ddlsched.tenancy.model import QueuesConfig, ResourceQuota  # noqa: E402
 
 
-def no_borrowing(config: QueuesConfig) -> QueuesConfig:
-    """``config`` with ``borrowingLimit: 0`` on every quota."""
+def with_quotas(config: QueuesConfig, change) -> QueuesConfig:  # type: ignore[no-untyped-def]
+    """``config`` with every quota replaced by ``change(quota)``."""
     cqs = {}
     for name, cq in config.cluster_queues.items():
         groups = tuple(
-            replace(
-                rg,
-                quotas={
-                    k: ResourceQuota(q.nominal, 0, q.lending_limit) for k, q in rg.quotas.items()
-                },
-            )
+            replace(rg, quotas={k: change(q) for k, q in rg.quotas.items()})
             for rg in cq.resource_groups
         )
         cqs[name] = replace(cq, resource_groups=groups)
     return replace(config, cluster_queues=cqs)
+
+
+def no_borrowing(config: QueuesConfig) -> QueuesConfig:
+    """``config`` with ``borrowingLimit: 0`` on every quota."""
+    return with_quotas(config, lambda q: ResourceQuota(q.nominal, 0, q.lending_limit))
 
 
 def overcommitted(config: QueuesConfig, factor: int) -> QueuesConfig:
     """``config`` with every nominal quota × ``factor`` (Σ nominal > the cluster's GPUs: more
     jobs admitted than fit, so the policy orders the admitted ones)."""
-    cqs = {}
-    for name, cq in config.cluster_queues.items():
-        groups = tuple(
-            replace(
-                rg,
-                quotas={
-                    k: ResourceQuota(q.nominal * factor, q.borrowing_limit, q.lending_limit)
-                    for k, q in rg.quotas.items()
-                },
-            )
-            for rg in cq.resource_groups
-        )
-        cqs[name] = replace(cq, resource_groups=groups)
-    return replace(config, cluster_queues=cqs)
+    return with_quotas(
+        config, lambda q: ResourceQuota(q.nominal * factor, q.borrowing_limit, q.lending_limit)
+    )
 
 
 def main() -> None:

@@ -38,19 +38,11 @@ from pathlib import Path
 
 from ..errors import InputError, quote
 from ..paths import is_dir
-from .profiles import Application, load_application
+from .profiles import DEFAULT_MAX_EPOCHS, Application, load_application
 
 #: Epochs each application runs in Sia's application table (applications.py:342-395; the same
 #: for every GPU type)
-SIA_MAX_EPOCHS: dict[str, int] = {
-    "bert": 2,
-    "cifar10": 100,
-    "ncf": 10,
-    "imagenet": 90,
-    "deepspeech2": 80,
-    "yolov3": 50,
-    "gpt_pmp": 2,
-}
+SIA_MAX_EPOCHS: dict[str, int] = {**DEFAULT_MAX_EPOCHS, "gpt_pmp": 2}
 
 #: Largest local batch per (application, GPU type) where Sia overrides the measured maximum
 #: (applications.py:51-52)
