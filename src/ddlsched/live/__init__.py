@@ -31,6 +31,7 @@ This module imports only the standard library, so importing it costs nothing bey
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
@@ -190,8 +191,15 @@ def _progress_handle(path: str) -> IO[str]:
     if _progress is not None:
         _progress[1].close()
     handle = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept open across reports
+    if _progress is None:
+        atexit.register(_close_progress)  # closed at exit, not left to the garbage collector
     _progress = (path, handle)
     return handle
+
+
+def _close_progress() -> None:
+    if _progress is not None:
+        _progress[1].close()
 
 
 def report(
