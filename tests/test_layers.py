@@ -5,7 +5,7 @@ Bottom to top::
     0  errors, parsing, paths, progress, parallel, processes, live (the job-side client ``live/__init__``)
     1  perf
     2  core
-    2  … and live.launchers (base, cgroup, local, ray: the cluster layer), live.channel
+    2  … and live.launchers (base, cgroup, local, ray, testbed: the cluster layer), live.channel
        (the per-iteration communication gate's socket server), testbed (network
        namespaces behind shaped links; its worker program at 0), tenancy (Kueue's quotas)
     3  policies, planning, workloads, live.jobfile, live.service.store
@@ -74,6 +74,7 @@ LAYERS: dict[str, int] = {
     "live.launchers.cgroup": 2,
     "live.launchers.local": 2,
     "live.launchers.ray": 2,
+    "live.launchers.testbed": 2,  # workers inside a testbed's namespaces (imports testbed)
     "testbed": 2,  # the network testbed (namespaces, shaping, measure): the cluster layer, so
     # that live.launchers may place workers in it
     "testbed.worker": 0,  # the all-reduce worker program: nothing of ddlsched
