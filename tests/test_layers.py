@@ -5,7 +5,8 @@ Bottom to top::
     0  errors, parsing, paths, progress, parallel, processes, live (the job-side client ``live/__init__``)
     1  perf
     2  core
-    2  … and live.launchers (base, cgroup, local, ray: the cluster layer), testbed (network
+    2  … and live.launchers (base, cgroup, local, ray, testbed: the cluster layer), live.channel
+       (the per-iteration communication gate's socket server), testbed (network
        namespaces behind shaped links; its worker program at 0), tenancy (Kueue's quotas)
     3  policies, planning, workloads, live.jobfile, live.service.store
     4  api, backends, policy, settings, settings_scope, live.executor, live.backend,
@@ -67,11 +68,13 @@ LAYERS: dict[str, int] = {
     "settings_scope": 4,
     "backends": 4,
     "extend": 4,
+    "live.channel": 2,  # the per-iteration gate channel: a socket server over a gate it is given
     "live.launchers": 2,  # the cluster layer: processes, local and Ray launchers
     "live.launchers.base": 2,
     "live.launchers.cgroup": 2,
     "live.launchers.local": 2,
     "live.launchers.ray": 2,
+    "live.launchers.testbed": 2,  # workers inside a testbed's namespaces (imports testbed)
     "testbed": 2,  # the network testbed (namespaces, shaping, measure): the cluster layer, so
     # that live.launchers may place workers in it
     "testbed.worker": 0,  # the all-reduce worker program: nothing of ddlsched

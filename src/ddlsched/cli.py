@@ -114,6 +114,8 @@ def cmd_live(args: argparse.Namespace) -> int:
         time_scale=args.time_scale,
         grace=args.grace,
         launcher="local" if args.local else "ray",
+        testbed=args.testbed,
+        gate=args.gate,
         seed=args.seed or 0,
         out=args.out,
         overwrite=args.overwrite,
@@ -866,6 +868,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--local",
         action="store_true",
         help="plain subprocesses on this machine instead of Ray",
+    )
+    lv.add_argument(
+        "--testbed",
+        metavar="NAME",
+        help="run on testbed NAME (ddlsched testbed up): its cluster, each worker inside its "
+        "server's network namespace (root; docs/testbed.md)",
+    )
+    lv.add_argument(
+        "--gate",
+        metavar="GATE",
+        help="serve the per-iteration communication channel with this gate (none, srsf1, "
+        "srsf2, adadual): jobs ask live.may_communicate() before each all-reduce",
     )
     lv.add_argument("--seed", type=int_arg, help="seed of the policy's randomness (default 0)")
     lv.add_argument("--out", required=True, help="output directory")

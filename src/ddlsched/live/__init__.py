@@ -44,9 +44,11 @@ __all__ = [
     "attempt",
     "batch_size",
     "checkpoint_dir",
+    "done_communicating",
     "gpus",
     "job_id",
     "load_checkpoint",
+    "may_communicate",
     "local_rank",
     "rank",
     "report",
@@ -64,6 +66,8 @@ ENV_CHECKPOINT_DIR = "DDLSCHED_CHECKPOINT_DIR"
 ENV_PROGRESS = "DDLSCHED_PROGRESS"
 ENV_STOP = "DDLSCHED_STOP"
 ENV_BATCH_SIZE = "DDLSCHED_BATCH_SIZE"
+#: the scheduler's communication channel: a Unix socket path (``live/channel.py``)
+ENV_COMM = "DDLSCHED_COMM"
 
 #: Least time between two looks at the stop file (seconds): should_stop() stays cheap in a loop.
 STOP_CHECK_INTERVAL = 0.2
@@ -310,3 +314,107 @@ def load_checkpoint(path: str | os.PathLike[str]) -> bytes | None:
             return f.read()
     except FileNotFoundError:
         return None
+
+
+# ------------------------------------------------------------------------ communication gate
+#: seconds between two looks at the stop request while an ask waits for the gate's answer
+COMM_POLL_S = 0.2
+_comm: Any = None  # the open socket to the scheduler's channel (rank 0 only), or False: broken
+_comm_buf = b""
+_comm_iter = 0
+
+
+def _comm_socket() -> Any:
+    """The connection to ``$DDLSCHED_COMM`` (opened once), None outside a gated run or on a
+    rank other than 0, False once it broke (the job then communicates ungated)."""
+    global _comm
+    if _comm is None:
+        path = os.environ.get(ENV_COMM)
+        if not path or rank() != 0:
+            return None
+        import socket
+
+        try:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(path)
+        except OSError as e:
+            print(f"ddlsched.live: no communication channel at {path} ({e}); ungated", flush=True)
+            _comm = False
+            return False
+        _comm = sock
+    return _comm
+
+
+def _comm_call(request: dict[str, Any]) -> dict[str, Any] | None:
+    """Send one request line and read its answer; None when a stop request arrives while
+    waiting (the connection is then closed, which withdraws the ask) or the channel broke."""
+    global _comm, _comm_buf
+    sock = _comm_socket()
+    if not sock:
+        return {"go": True}
+    try:
+        sock.settimeout(None)
+        sock.sendall(json.dumps(request, separators=(",", ":")).encode() + b"\n")
+        sock.settimeout(COMM_POLL_S)
+        while b"\n" not in _comm_buf:
+            try:
+                data = sock.recv(4096)
+            except TimeoutError:
+                if _stop_requested or (
+                    os.environ.get(ENV_STOP) and os.path.exists(os.environ[ENV_STOP])
+                ):
+                    sock.close()
+                    _comm, _comm_buf = None, b""
+                    return None
+                continue
+            if not data:
+                raise OSError("the scheduler closed the channel")
+            _comm_buf += data
+    except OSError as e:
+        print(f"ddlsched.live: communication channel broke ({e}); ungated", flush=True)
+        _comm, _comm_buf = False, b""
+        return {"go": True}
+    line, _, _comm_buf = _comm_buf.partition(b"\n")
+    try:
+        answer = json.loads(line)
+    except ValueError:
+        answer = {"go": True}
+    return answer if isinstance(answer, dict) else {"go": True}
+
+
+def may_communicate(nbytes: float, iteration: int | None = None, block: bool = True) -> bool:
+    """Ask the scheduler's communication gate whether this job's next all-reduce of
+    ``nbytes`` bytes may start (Wang Alg. 3 lines 15–21: SRSF(n), AdaDUAL). Call it before
+    each all-reduce and :func:`done_communicating` after it.
+
+    ``block`` (default): wait until the gate lets it start, then return True. ``block=False``:
+    return at once, False when the gate says not yet (ask again later). Returns False also
+    when a stop request arrives while waiting: checkpoint and exit instead of communicating.
+    Only rank 0 asks (the all-reduce cannot start before rank 0 joins it); other ranks, and a
+    program outside a gated run, get True at once. If the channel cannot be reached the job
+    communicates ungated (one line on stdout says so): the client never hangs a job on it."""
+    global _comm_iter
+    if _comm_socket() is None:
+        return True
+    it = _comm_iter if iteration is None else int(iteration)
+    _comm_iter = it + 1
+    job = job_id()
+    answer = _comm_call(
+        {"op": "ask", "job": -1 if job is None else job, "iter": it, "bytes": float(nbytes),
+         "block": bool(block)}
+    )  # fmt: skip
+    if answer is None:
+        return False
+    if "error" in answer:
+        print(f"ddlsched.live: the channel refused the ask: {answer['error']}", flush=True)
+        return True
+    return bool(answer.get("go", True))
+
+
+def done_communicating() -> None:
+    """Tell the gate that this job's all-reduce (the one :func:`may_communicate` let start)
+    has ended, so waiting jobs may start theirs. A no-op where ``may_communicate`` is."""
+    if _comm_socket() is None:
+        return
+    job = job_id()
+    _comm_call({"op": "done", "job": -1 if job is None else job, "iter": _comm_iter - 1})

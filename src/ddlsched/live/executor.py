@@ -49,6 +49,7 @@ from .launchers.base import LOST, JobPoll, Launcher, LaunchError, WorkerSpec
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.simulator import Simulator
     from ..core.state import JobState
+    from .channel import CommChannel
     from .jobfile import LiveJob
 
 #: attempt states (``Attempt.state``); the last five are final
@@ -177,8 +178,12 @@ class LiveExecutor:
         grace: float = 10.0,
         cwd: str | None = None,
         log: EventLog | None = None,
+        channel: CommChannel | None = None,
     ) -> None:
         self.launcher = launcher
+        #: the per-iteration communication channel (``live/channel.py``): its socket is each
+        #: worker's ``DDLSCHED_COMM``; a job is registered at each launch, forgotten at its end
+        self.channel = channel
         self.live = dict(jobs)
         self.run_dir = Path(run_dir)
         self.grace = grace
@@ -224,6 +229,11 @@ class LiveExecutor:
             return
         r.current = Attempt(r.attempt, tuple(job.gpus), self.sim.now)
         r.history.append(r.current)
+        if self.channel is not None:  # SRSF order of waiting asks: remaining service (Alg. 3)
+            servers = sorted({self.sim.cluster.gpu_server[g] for g in job.gpus})
+            self.channel.register(
+                job.job_id, servers, svc=self.remaining_alone(job) * len(job.gpus)
+            )
         batch = workers[0].env.get("DDLSCHED_BATCH_SIZE")
         self._event("start", job, gpus=list(job.gpus), attempt=r.attempt, batch=batch)
 
@@ -519,6 +529,8 @@ class LiveExecutor:
         batch = self.batch_of(job) if self.batch_of is not None else spec.batch_size
         if batch:
             env["DDLSCHED_BATCH_SIZE"] = str(batch)
+        if self.channel is not None:
+            env["DDLSCHED_COMM"] = str(Path(self.channel.path).resolve())
         # a GPU-sharing policy puts up to k jobs on a GPU: each worker claims 1/k of it
         share = 1.0 / max(self.sim.max_jobs_per_gpu or 1, 1)
         out = []
@@ -548,6 +560,8 @@ class LiveExecutor:
         """An attempt's processes are gone: account the time it held its GPUs."""
         a.ended = self.sim.now
         a.exit_codes = r.exit_codes = p.exit_codes
+        if self.channel is not None:
+            self.channel.forget(job.job_id)
         held = self.sim.now - r.since
         r.attained += held
         self.busy += held * len(a.gpus)

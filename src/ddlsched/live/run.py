@@ -37,7 +37,9 @@ class LiveConfig:
     time_scale: float = 1.0
     grace: float = 10.0
     poll_interval: float = 0.2
-    launcher: str = "ray"  # ray | local (plain subprocesses on this machine)
+    launcher: str = "ray"  # ray | local (plain subprocesses on this machine) | testbed
+    testbed: str | None = None  # a testbed's name: its cluster file, workers in its namespaces
+    gate: str | None = None  # a communication gate (policies.gates): serve the channel
     seed: int = 0
     out: str = ""
     overwrite: bool = False
@@ -56,6 +58,8 @@ class LiveConfig:
             "grace": self.grace,
             "poll_interval": self.poll_interval,
             "launcher": self.launcher,
+            "testbed": self.testbed,
+            "gate": self.gate,
             "settings": self.settings.sectioned(),
         }
 
@@ -116,6 +120,14 @@ def run_live(
         raise InputError("must be > 0", field="time_scale")
     jobs = read_live_jobs(cfg.jobs)
     check_commands(jobs, cfg.jobs)
+    if cfg.testbed is not None:
+        if cfg.cluster or cfg.ray_address:
+            raise InputError(
+                "the testbed is the cluster: give --testbed or --cluster/--ray-address, not both",
+                field="--testbed",
+            )
+        cfg = replace(cfg, cluster=testbed_cluster_file(cfg.testbed), launcher="testbed")
+    gate = resolve_gate(cfg.gate)
     cluster = None
     if cfg.ray_address is None:
         if not cfg.cluster:
@@ -129,8 +141,15 @@ def run_live(
     interrupted: BaseException | None = None
     with output_dir(cfg.out, may_replace=same_config_rule(record), overwrite=cfg.overwrite) as d:
         launcher = make_launcher(cfg.launcher, cfg.ray_address, cluster)
+        channel = None
         try:
             cluster = launcher.cluster()
+            if cfg.gate is not None:
+                from .channel import CommChannel
+
+                channel = CommChannel(
+                    d / "comm.sock", gate, cluster.num_servers, cfg.settings.contention
+                ).open()
             check_fits(jobs, cluster, cfg.jobs)
             log = EventLog(d / "events.jsonl")
             executor = LiveExecutor(
@@ -140,6 +159,7 @@ def run_live(
                 grace=cfg.grace,
                 cwd=os.getcwd(),
                 log=log,
+                channel=channel,
             )
             kind = LiveProfileBackend if profiled else LiveBackend
             backend = kind(
@@ -167,11 +187,16 @@ def run_live(
             res = finished_only(res, cluster, sim, executor, interrupted is not None)
             res.summary.update(executor.summary())
             res.summary["interrupted"] = interrupted is not None
+            if channel is not None:
+                res.summary["comm_asks"] = channel.asks
+                res.summary["comm_waits"] = channel.waits
             log.close()
             write_measured(executor.measured(), d / "measured.csv")
             write_result_files(res, d, config=record)
         finally:
             launcher.shutdown()
+            if channel is not None:
+                channel.close()
     if interrupted is not None:
         raise interrupted
     return res, False
@@ -246,6 +271,35 @@ def write_measured(rows: list[dict[str, object]], path: Path) -> None:
     write_file(path, buf.getvalue().encode("utf-8"))
 
 
+def testbed_cluster_file(name: str) -> str:
+    """The cluster file ``ddlsched testbed up --name NAME`` wrote; an InputError naming
+    ``--testbed`` when there is none."""
+    from ..testbed import state
+    from ..testbed.spec import check_name
+
+    path = state.testbed_dir(check_name(name, "--testbed")) / state.CLUSTER_FILE
+    if not path.is_file():
+        raise InputError(
+            f"no testbed {name!r} is up (no {path}; ddlsched testbed up --name {name} …)",
+            field="--testbed",
+        )
+    return str(path)
+
+
+def resolve_gate(name: str | None) -> object:
+    """The communication gate named ``name`` (``policies.gates.GATES``: ``none``, ``srsf1``,
+    ``srsf2``, ``srsf3``, ``adadual`` or a registered one); None for no name or ``none``."""
+    if name is None:
+        return None
+    from ..policies.gates import GATES
+
+    if name not in GATES:
+        raise InputError(
+            f"unknown gate {name!r}; gates: {', '.join(sorted(GATES))}", field="--gate"
+        )
+    return GATES[name]
+
+
 def ray_missing() -> str | None:
     """Why Ray cannot be used in this environment (``Ray is not installed``, the default
     install has no Ray), or None when it imports."""
@@ -285,6 +339,11 @@ def make_launcher(kind: str, ray_address: str | None, cluster: Cluster | None): 
     (joined at ``ray_address``, or a private instance with ``cluster``'s logical GPUs; without
     Ray: local subprocesses, see ``resolve_launcher``)."""
     kind = resolve_launcher(kind, ray_address)
+    if kind == "testbed":
+        from .launchers.testbed import TestbedLauncher
+
+        assert cluster is not None
+        return TestbedLauncher(cluster)
     if kind == "local":
         from .launchers.local import LocalLauncher
 

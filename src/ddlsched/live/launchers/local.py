@@ -44,11 +44,11 @@ class LocalLauncher(LauncherBase):
         workers = with_job_gpus(workers)
         want = claims(workers)
         self._capacity.take(job_id, want)
-        port = free_port(self._addr)
+        addr, port = self.rendezvous(job_id, workers)
         procs: list[WorkerProcess] = []
         try:
             for w in workers:
-                p = WorkerProcess(w, worker_env(w, self._addr, port, os.environ))
+                p = WorkerProcess(self.placed(w), worker_env(w, addr, port, self.base_env(w)))
                 procs.append(p)
                 p.start()
         except (OSError, subprocess.SubprocessError) as e:
@@ -59,11 +59,32 @@ class LocalLauncher(LauncherBase):
                 0.0,
             )
             self._capacity.give(want)
+            self.released(job_id)
             raise LaunchError(
                 f"job {job_id}: cannot start {workers[len(procs) - 1].command[0]!r}: {e}"
             ) from e
         self._jobs[job_id] = procs
         self._final.pop(job_id, None)
+        self.launched(job_id, [p.pid for p in procs])
+
+    # -- what a launcher placing workers elsewhere (``launchers/testbed.py``) changes
+    def rendezvous(self, job_id: int, workers: list[WorkerSpec]) -> tuple[str, int]:
+        """``MASTER_ADDR`` and ``MASTER_PORT`` of the gang: this machine and a free port."""
+        return self._addr, free_port(self._addr)
+
+    def placed(self, w: WorkerSpec) -> WorkerSpec:
+        """The worker as started (here: as given)."""
+        return w
+
+    def base_env(self, w: WorkerSpec) -> dict[str, str]:
+        """The environment a worker inherits before the contract's variables (this one's)."""
+        return dict(os.environ)
+
+    def launched(self, job_id: int, pids: list[int]) -> None:
+        """The gang's processes exist (``pids``, rank order)."""
+
+    def released(self, job_id: int) -> None:
+        """The gang's processes are gone (or its launch failed)."""
 
     def poll(self, job_id: int) -> JobPoll:
         if job_id not in self._jobs:
@@ -102,3 +123,4 @@ class LocalLauncher(LauncherBase):
         procs = self._jobs.pop(job_id)
         self._capacity.give(claims(p.spec for p in procs))
         self._final[job_id] = state
+        self.released(job_id)
