@@ -87,6 +87,10 @@ RECORDED_IF_CHANGED = frozenset(
         "gavel_round",
         "gavel_reset_interval",
         "gavel_fifo_quirk",
+        "calibration",
+        "sia_p",
+        "sia_lambda_n",
+        "sia_lambda_a",
         "gpu_type_aware",
         "stop_delay",
         "poll_interval",
@@ -133,6 +137,9 @@ class ProfileSettings:
     ground_truth: str = "measured"  # measured (interpolated step times) | fitted (Eq. 7)
     semantics: str = "events"  # events | rounds (the Pollux artifact's 60 s loop)
     rescale_delay: float = 30.0  # seconds without progress after every allocation
+    # "sia": Sia's simulator's per-application rate slowdowns and restart delays
+    # (perf/typed_profiles.py SIA_SLOWDOWNS, SIA_RESCALE_TIMES); "none": rescale_delay, no slowdown
+    calibration: str = "none"
     # ξ: slowdown of both jobs while two share a GPU (Luo Eq. 5–6); trace jobs: pairs without
     # Gavel's measured co-location throughputs
     interference: float = 1.5
@@ -155,6 +162,11 @@ class PolicySettings:
     gavel_round: float = 360.0
     gavel_reset_interval: float = 1920.0
     gavel_fifo_quirk: bool = False
+    # Sia's ILP (policies/sia.py; simulator_config.py:49-56): fairness power p < 0 or > 0,
+    # λ_n (penalty per job without an allocation), λ_a (parsed, unused by the artifact)
+    sia_p: float = -0.5
+    sia_lambda_n: float = 1.1
+    sia_lambda_a: float = 0.01
 
 
 @dataclass(frozen=True)
@@ -390,6 +402,10 @@ class Settings(
         self.gpu_weights_map(source)
         if self.rescale_delay < 0:
             raise InputError("must be ≥ 0", source=source, field="rescale_delay")
+        if self.sia_p == 0:
+            raise InputError("must not be 0 (Sia's power mean)", source=source, field="sia_p")
+        if self.sia_lambda_n < 0:
+            raise InputError("must be ≥ 0", source=source, field="sia_lambda_n")
         from .core.ratemodels import model_names
 
         for name, allowed in (
@@ -398,6 +414,7 @@ class Settings(
             ("estimate", ("start", "isolated")),
             ("semantics", ("events", "rounds")),
             ("ground_truth", ("measured", "fitted")),
+            ("calibration", ("none", "sia")),
         ):
             if getattr(self, name) not in allowed:
                 raise InputError(f"must be one of {', '.join(allowed)}", source=source, field=name)

@@ -144,10 +144,11 @@ SCOPES: dict[str, Rule] = {
     "ground_truth": (_PROFILE, _not_trace),
     "semantics": (_PROFILE, _not_trace),
     "interval": (
-        "to the tiresias and pollux policies and to semantics=rounds",
+        "to the tiresias, pollux and sia policies and to semantics=rounds",
         lambda r: _reads("interval")(r) or (r.kind == PROFILE and r.rounds),
     ),
     "rescale_delay": (_PROFILE, _not_trace),
+    "calibration": (_PROFILE, _not_trace),
     "interference": (_SHARING_ANY, lambda r: r.shares_gpus),
     "interference_file": (_SHARING, lambda r: r.shares_gpus and _not_trace(r)),
     "backfill": (
@@ -156,6 +157,7 @@ SCOPES: dict[str, Rule] = {
     ),
     "tiresias_thresholds": ("with the tiresias policy", _reads("tiresias_thresholds")),
     "pollux_ncf_batch": ("with the pollux policy", _reads("pollux_ncf_batch")),
+    **{k: ("with the sia policy", _reads(k)) for k in ("sia_p", "sia_lambda_n", "sia_lambda_a")},
     **{
         k: (f"with Gavel's policies ({_GAVEL})", _reads(k))
         for k in ("gavel_round", "gavel_reset_interval")

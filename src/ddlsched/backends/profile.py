@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.job import JobSpec
-from ..core.protocols import SchedulingPolicy
+from ..core.protocols import Elastic, SchedulingPolicy
 from ..errors import InputError, JobFieldError, quote
 from ..policies.plugins import PROFILE_JOBS
 from ..settings_scope import PROFILE, RunScope
@@ -64,7 +64,7 @@ class ProfileBackend(Backend):
     ) -> Simulator:
         from ..perf.builtin_apps import builtin_profiles
         from ..perf.profiles import read_pair_interference
-        from ..perf.typed_profiles import load_profiles
+        from ..perf.typed_profiles import calibration, load_profiles
 
         if settings.profiles:
             apps = dict(load_profiles(settings.profiles))
@@ -82,7 +82,7 @@ class ProfileBackend(Backend):
 
             apps = fitted_applications(apps)
             type_apps = {t: fitted_applications(a) for t, a in type_apps.items()}
-        if policy.name != "pollux":  # Pollux picks every batch itself
+        if not (isinstance(policy, Elastic) and policy.elastic):  # Pollux, Sia pick batches
             check_batches(jobs, apps, where)
             for t, typed in type_apps.items():
                 check_batches(jobs, typed, f"the profiles of GPU type {quote(t)}")
@@ -108,6 +108,7 @@ class ProfileBackend(Backend):
                 if settings.interference_file
                 else None,
                 type_applications=type_apps or None,
+                **calibration(settings.calibration),  # type: ignore[arg-type]
             ),
             seed=seed,
             max_jobs_per_gpu=jobs_per_gpu(policy, settings),

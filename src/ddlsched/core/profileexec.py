@@ -179,6 +179,8 @@ class ProfileExecutor:
         interference: float = 1.0,
         pair_interference: dict[tuple[str, str], float] | None = None,
         type_applications: dict[str, dict[str, Application]] | None = None,
+        slowdowns: dict[str, float] | None = None,
+        app_delays: dict[str, float] | None = None,
     ) -> None:
         if semantics not in ("events", "rounds"):
             raise ValueError(f"unknown semantics {semantics!r}")
@@ -202,6 +204,12 @@ class ProfileExecutor:
         #: GPU type → its own measured profiles (a cluster file's ``[gpu_types.T] profiles``):
         #: a job runs there at that profile's rate, not the default one's × the type's speed
         self.type_apps = dict(type_applications or {})
+        #: application → factor its every rate is divided by (Sia's calibration SLOWDOWNS,
+        #: simulator_config.py:31-33, job.py:485); applications not listed: 1
+        self.slowdowns = dict(slowdowns or {})
+        #: application → its restart delay in seconds, instead of ``rescale_delay`` (Sia's
+        #: ``Application.rescale_time``, applications.py:56-69)
+        self.app_delays = dict(app_delays or {})
 
     # ------------------------------------------------------------------ Executor protocol
     def attach(self, sim: Simulator) -> None:
@@ -282,7 +290,16 @@ class ProfileExecutor:
         """Progress per second of ``r`` on its GPUs with ``placement``/``cfg`` at ``epoch``
         (no interference): its slowest worker's pace — the smallest over the GPU types it
         holds of the type's own profile's rate, or the default profile's at the type's speed
-        (``rate_at``); one ``rate_at`` at the slowest speed where no type has own profiles."""
+        (``rate_at``); one ``rate_at`` at the slowest speed where no type has own profiles;
+        ÷ the application's calibration slowdown (``slowdowns``)."""
+        if self.slowdowns:
+            slow = self.slowdowns.get(r.job.spec.application, 1.0)
+            if slow != 1.0:
+                return self._raw_rate(r, placement, cfg, epoch) / slow
+        return self._raw_rate(r, placement, cfg, epoch)
+
+    def _raw_rate(self, r: _Run, placement: tuple[int, ...], cfg: BatchConfig, epoch: int) -> float:
+        """``_rate`` before the calibration slowdown."""
         if not self.type_apps:
             speed = self.sim.cluster.slowest_speed(r.job.gpus)  # 1.0 if types are undeclared
             return rate_at(r.app, placement, cfg, epoch, speed)
@@ -579,7 +596,7 @@ class ProfileExecutor:
             batch=self.batch_override.pop(job.job_id, None),
             gpu_type=r.cfg_type,
         )
-        r.delay_left = self.rescale_delay
+        r.delay_left = self.app_delays.get(job.spec.application, self.rescale_delay)
         r.running = True
         r.since = r.last = self.sim.now
         self._hold(job.gpus)

@@ -210,6 +210,11 @@ def _iteration_times(
     return k * t_a + t_o
 
 
+#: public names of the two for other goodput searches (Sia's, ``policies/sia.py``)
+grad_gain = _grad_gain
+iteration_times = _iteration_times
+
+
 def _check(num_nodes: int, replicas: int) -> None:
     if not 1 <= num_nodes <= replicas:
         raise ValueError(f"need 1 ≤ num_nodes ≤ replicas, got {num_nodes} nodes, {replicas}")

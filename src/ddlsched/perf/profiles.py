@@ -245,6 +245,12 @@ class Application:
             cap = min(cap, same)
         return int(cap)
 
+    def measured(self, placement: tuple[int, ...]) -> tuple[list[float], list[float]] | None:
+        """(local batches ascending, their step times) the tables measure on ``placement`` as
+        written, None if they have no row of it."""
+        curve = self._curves.get(tuple(placement))
+        return None if curve is None else (list(curve[0]), list(curve[1]))
+
     @property
     def measured_nodes(self) -> int:
         """The most nodes a placement or scalability row of the tables spans."""

@@ -48,6 +48,44 @@ SIA_MAX_EPOCHS: dict[str, int] = {**DEFAULT_MAX_EPOCHS, "gpt_pmp": 2}
 #: (applications.py:51-52)
 SIA_MAX_LOCAL: dict[tuple[str, str], int] = {("deepspeech2", "rtx"): 57}
 
+#: Sia's calibration (simulator_config.py:31-33, job.py:105 and 485): every simulated rate of
+#: an application is divided by its factor ("real-world runs being slower than simulator");
+#: ``--set calibration=sia`` applies it (``core.profileexec``). Applications not listed: 1.
+SIA_SLOWDOWNS: dict[str, float] = {
+    "cifar10": 1.8,
+    "imagenet": 1.2,
+    "yolov3": 1.2,
+    "bert": 1.2,
+    "deepspeech2": 1.2,
+    "ncf": 1.5,
+    "gpt_pmp": 1.0,
+}
+
+#: Seconds of checkpoint-restore Sia's simulator charges an application at every (re)start
+#: (``Application.rescale_time``, applications.py:56-69); others 30 s. ``--set
+#: calibration=sia`` applies them instead of ``rescale_delay``.
+SIA_RESCALE_TIMES: dict[str, float] = {
+    "cifar10": 50.0,
+    "deepspeech2": 25.0,
+    "bert": 120.0,
+    "yolov3": 80.0,
+    "imagenet": 250.0,
+    "ncf": 15.0,
+}
+SIA_DEFAULT_RESCALE_TIME = 30.0
+
+
+def calibration(name: str) -> dict[str, dict[str, float]]:
+    """The profile executor's per-application rate slowdowns and restart delays of ``--set
+    calibration=NAME``: ``sia`` = Sia's simulator's (:data:`SIA_SLOWDOWNS`,
+    :data:`SIA_RESCALE_TIMES`; Sia's applications only, others keep ``rescale_delay`` and
+    their rate); ``none``: neither."""
+    if name != "sia":
+        return {}
+    delays = {a: SIA_RESCALE_TIMES.get(a, SIA_DEFAULT_RESCALE_TIME) for a in SIA_MAX_EPOCHS}
+    return {"slowdowns": dict(SIA_SLOWDOWNS), "app_delays": delays}
+
+
 #: Applications Sia runs as pipeline-parallel jobs (``PMPApplication``, applications.py:327-338
 #: and 366, 375): their step times are per pipeline of several GPUs, which ddlsched's
 #: data-parallel model cannot run; reading their tables is fine

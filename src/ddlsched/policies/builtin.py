@@ -72,6 +72,21 @@ def _pollux(settings: Settings, placement: str | None) -> Any:
     )
 
 
+def _sia(settings: Settings, placement: str | None) -> Any:
+    from ..perf.typed_profiles import calibration
+    from .sia import Sia
+
+    delays = calibration(settings.calibration).get("app_delays", {})
+    return Sia(
+        interval=settings.interval,
+        p=settings.sia_p,
+        lambda_n=settings.sia_lambda_n,
+        lambda_a=settings.sia_lambda_a,
+        restart_delays=dict(delays),
+        default_delay=settings.rescale_delay,
+    )
+
+
 # --- Gavel's round-based policies of trace jobs (heterogeneous clusters, issue #17) ---------
 def _gavel(settings: Settings, placement: str | None, name: str = "") -> Any:
     from .gavel import make_gavel
@@ -199,6 +214,14 @@ def register_builtins(register_policy: Callable[..., Any]) -> None:
             False,
             ("interval", "pollux_ncf_batch"),
             "elastic: GPUs per server and batch per job every round (goodput, p = -1)",
+        ),
+        (
+            "sia",
+            _sia,
+            (PROFILE_JOBS,),
+            False,
+            ("interval", "sia_p", "sia_lambda_n", "sia_lambda_a"),
+            "Sia: ILP over (GPU type, GPU count) per job every round (goodput, p = -0.5)",
         ),
     ):
         register_policy(

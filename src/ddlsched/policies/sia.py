@@ -1,0 +1,550 @@
+"""Sia (Jayaram Subramanya et al., SOSP '23): one integer program per round over (GPU type,
+GPU count) configurations of every job, as the artifact's ``sia.py`` solves it.
+
+References are to github.com/siasosp23/artifacts at commit ``aaf7a0de``, folder
+``sia-simulator/`` (``SiaPolicy.optimize_mip`` and ``__solve_mip_rescaled``), as the artifact
+runs it (``run_experiment.sh``: ``--policy_p_val=-0.5 --mip_lambda_n=1.1 --mip_lambda_a=0.01
+--interval=60 --project_throughputs --share_max_replicas``). Every ``interval`` seconds:
+
+1. **Configurations** (sia.py:13-17, 100-144): per GPU type with G GPUs per node, the GPU counts
+   1, 2, 4, … below G on one node, then whole nodes G, 2G, … up to 64 GPUs, on at most
+   min(nodes of the type, ``SIA_MAX_PHYSICAL_NODES``) nodes — the artifact's ``CONFIGS_4GPU``
+   and ``CONFIGS_8GPU`` (sia-64: 8 ``aws`` + 5 ``dgx-ext`` + 6 ``rtx`` = 19 columns).
+2. **Goodput per configuration** (sia.py:612-669, 423-507): per type, the job's own throughput
+   model (``perf.goodput`` fit of the (step, sync) times it measured on that type, first
+   observation per (nodes, replicas, micro-batch) kept, job.py:387-412) × the statistical
+   efficiency of its latest gradient statistics, at the best of 50 geometric batches up to the
+   workload's batch (``Job.get_speedup_fn``, job.py:240-252; goodput.py:89-147). A type where
+   the job has not run yet is *projected* from the first type (cluster order) where it has:
+   that model at the same GPU count, × the ratio of the two types' one-GPU throughputs in the
+   profiles (``--project_throughputs``: cluster.py:227-276, sia.py:423-507). A job that has run
+   nowhere gets goodput 1 for one GPU of every type and nothing else. Configurations above
+   the job's replica limit — max over types of min(2 × most replicas it ran on there, 64,
+   max_bsz ÷ min_local), cluster.py:376-379 — are invalid.
+3. **Normalisation** (sia.py:674-719): each job's row ÷ its smallest valid goodput; invalid
+   and tiny entries = 1e-4.
+4. **Restart factor** (sia.py:721-748): r = max(age − restarts·P, 0)/(age + P) (1 if age < P)
+   with Sia's per-application penalty P (sia.py:23-35) multiplies every configuration but the
+   job's previous one.
+5. **ILP** (sia.py:907-1036): A = min(round(G^p, 2), 3000); binary x_jc;
+   minimise Σ A_jc x_jc + λ_n (N − Σ x_jc) s.t. Σ_c x_jc ≤ 1, Σ_{j, c of type t} gpus(c) x_jc ≤
+   GPUs(t), and x = 1 on the previous configuration of a job still in checkpoint-restore
+   (cluster.py:424-425). λ_a is parsed but unused by the artifact (sia.py:936); so here.
+   Solver: SciPy's HiGHS (``scipy.optimize.milp``) at relative gap 1e-4, the artifact's CBC
+   ``allowablePercentageGap=0.01`` (docs/sia.md: where another solver can answer differently).
+6. **Placement** (sia.py:155-204, ``alloc_to_placement_fast``): per type, jobs by GPU count
+   (descending, stable), whole free nodes first, then round-robin from a node pointer.
+   A job whose type and per-node GPUs stay the same keeps its GPUs (no restart, as the
+   artifact's simulator, cluster.py:184-215); the others restart with the batch their model
+   picks on the new placement (job.py:317-386).
+
+The policy is also its jobs' agent (``JobAgent``): it records each configuration a job runs
+on the job's model of that GPU type and re-tunes the batch within the placement's limits.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..core.protocols import JobConfig, ProfileEstimates
+from ..core.sia_clusters import SIA_MAX_PHYSICAL_NODES
+from ..perf.goodput import EPS, JobGoodput, grad_gain, iteration_times
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..core.protocols import ProfileRun
+    from ..core.simulator import Simulator
+    from ..core.state import JobState
+    from ..perf.fitting import ThroughputParams
+    from ..perf.profiles import Application
+
+#: Goodput of an invalid configuration (``ZERO_ALLOC_GAIN``, sia.py:19)
+ZERO_ALLOC_GAIN = 1e-4
+#: Largest entry of A (``sia_goodput_clip_val``, simulator_config.py:58)
+CLIP = 3000.0
+#: Most GPUs of one configuration (the last entries of CONFIGS_4GPU/8GPU, sia.py:13-17)
+MAX_CONFIG_GPUS = 64
+#: Most replicas of a job (cluster.py:377, "simulator can't handle more")
+MAX_REPLICAS = 64
+#: Candidate batches of the goodput search (``np.geomspace``'s default, goodput.py:121)
+CANDIDATES = 50
+#: Relative MIP gap (``sia_solver_thresh``, simulator_config.py:66; CBC's
+#: allowablePercentageGap = 100 × it, sia.py:1036)
+MIP_GAP = 1e-4
+
+
+def restart_penalty(name: str) -> float:
+    """Sia's scheduler's restart penalty of a job, by substring of its name (sia.py:23-35)."""
+    for key, seconds in (
+        ("deepspeech", 25.0),
+        ("imagenet", 250.0),
+        ("cifar", 30.0),
+        ("bert", 120.0),
+        ("yolov3", 45.0),
+    ):
+        if key in name:
+            return seconds
+    return 30.0
+
+
+def restart_factor(age: float, restarts: int, penalty: float) -> float:
+    """Sia's re-allocation factor (sia.py:721-739, ``sia_use_pollux_realloc_factor``):
+    max(age − restarts·penalty, 0)/(age + penalty), and 1 while age < penalty."""
+    if age < penalty:
+        return 1.0
+    return max(age - restarts * penalty, 0.0) / (age + penalty)
+
+
+def configurations(gpus_per_node: int, nodes: int) -> list[tuple[int, int]]:
+    """(nodes, GPUs) of a type's configurations (sia.py:13-17, 100-118): powers of two below
+    ``gpus_per_node`` on one node, then k whole nodes, up to 64 GPUs and ``nodes`` nodes —
+    ``CONFIGS_4GPU`` for 4 GPUs per node, ``CONFIGS_8GPU`` for 8."""
+    out: list[tuple[int, int]] = []
+    g = 1
+    while g < gpus_per_node:
+        out.append((1, g))
+        g *= 2
+    k = 1
+    while k * gpus_per_node <= MAX_CONFIG_GPUS and k <= nodes:
+        out.append((k, k * gpus_per_node))
+        k += 1
+    return out
+
+
+def best_goodput(
+    params: ThroughputParams,
+    grad: tuple[float, float],
+    init_bsz: int,
+    num_nodes: int,
+    replicas: int,
+    max_batch: int,
+    atomic_range: tuple[int, int],
+) -> tuple[float, int]:
+    """(goodput, total batch) of the best of 50 geometric batches from max(init_bsz,
+    min_atomic·R) to ``max_batch`` with gradient accumulation (``GoodputFunction.optimize``,
+    goodput.py:89-147, ``accumulation=True``): k = ⌈local/max_atomic − ε⌉ − 1 (≥ 1 on one
+    replica above init_bsz), a = ⌈local/(k + 1) − ε⌉; goodput = init_bsz·gain/T_iter, 0 where a
+    is outside ``atomic_range``; the first best wins. The batch is R·a·(k + 1)."""
+    lo, hi = atomic_range
+    batch = np.geomspace(max(init_bsz, lo * replicas), max_batch, CANDIDATES)
+    local = batch / replicas
+    k = np.ceil(local / hi - EPS) - 1
+    if replicas == 1:
+        k = np.where(local > init_bsz + EPS, np.maximum(k, 1), k)
+    a = np.ceil(local / (k + 1) - EPS)
+    eff = replicas * a * (k + 1)
+    t = iteration_times(params, num_nodes, replicas, a, k)
+    good = init_bsz * grad_gain(grad, init_bsz, eff) / t
+    good = np.where((a >= lo) & (a <= hi), good, 0.0)
+    i = int(np.argmax(good))
+    return float(good[i]), int(eff[i])
+
+
+def one_gpu_throughput(app: Application) -> float:
+    """Samples per second on one GPU: largest local batch ÷ largest step time of the one-GPU
+    rows (cluster.py:243-253, the base of the projection ratios)."""
+    curve = app.measured((1,))
+    if curve is None:
+        raise ValueError(f"{app.name}: the tables have no one-GPU placement")
+    xs, steps = curve
+    return max(xs) / max(steps)
+
+
+def alloc_to_placement(
+    free: list[int], demands: list[tuple[int, int]], per_node: int
+) -> dict[int, list[int]]:
+    """Node ids per GPU of each (key, GPUs) in ``demands`` on nodes with ``free`` GPUs
+    (``alloc_to_placement_fast``, sia.py:155-204): by GPUs descending (stable); ⌊g/G⌋ wholly
+    free nodes first, scanning round-robin from a pointer, then the rest from the pointer,
+    min(need, free) per node, the pointer advancing after every node; the next job starts at
+    the node after the previous one's last. ``free`` is updated."""
+    n = len(free)
+    out: dict[int, list[int]] = {}
+    node = 0
+    for key, gpus in sorted(demands, key=lambda d: d[1], reverse=True):
+        nodes: list[int] = []
+        if gpus == 0:
+            out[key] = nodes
+            continue
+        node_id = node
+        whole = gpus // per_node
+        checked = 0
+        while checked < n and whole > 0:
+            if free[node_id] == per_node:
+                free[node_id] = 0
+                gpus -= per_node
+                nodes += [node_id] * per_node
+                whole -= 1
+            node_id = (node_id + 1) % n
+            checked += 1
+        while gpus > 0:
+            if free[node_id]:
+                take = min(gpus, free[node_id])
+                gpus -= take
+                free[node_id] -= take
+                nodes += [node_id] * take
+            node_id = (node_id + 1) % n
+        out[key] = nodes
+        node = node_id
+    return out
+
+
+@dataclass
+class SiaProblem:
+    """One round's ILP (kept with ``Sia(record=[])``): job ids, configurations (type, nodes,
+    GPUs), the normalised goodputs G (after the restart factor), A, GPUs per type, fixed
+    (job row, config column) pairs, and the solution (config column per job, -1: none)."""
+
+    job_ids: tuple[int, ...]
+    configs: tuple[tuple[str, int, int], ...]
+    goodput: np.ndarray
+    cost: np.ndarray
+    capacity: dict[str, int]
+    fixed: tuple[tuple[int, int], ...]
+    choice: tuple[int, ...] = ()
+    solve_ms: float = 0.0
+
+
+def solve_ilp(
+    cost: np.ndarray,
+    gpus: np.ndarray,
+    type_of: np.ndarray,
+    capacity: np.ndarray,
+    lambda_n: float,
+    fixed: list[tuple[int, int]],
+    minimise: bool = True,
+) -> list[int]:
+    """The configuration column of each job (-1: none) of Sia's ILP (sia.py:907-1036) with
+    HiGHS (``scipy.optimize.milp``): x_jc ∈ {0, 1}, Σ_c x_jc ≤ 1, Σ gpus·x ≤ capacity per
+    type, x fixed to 1 at ``fixed``; objective Σ A x + λ_n (N − Σ x), minimised for p < 0
+    (maximised for p > 0). The constant λ_n·N is left out."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix, csr_matrix, vstack
+
+    jobs, cols = cost.shape
+    n = jobs * cols
+    c = (cost - lambda_n).ravel() if minimise else -(cost - lambda_n).ravel()
+    rows = np.repeat(np.arange(jobs), cols)
+    one = coo_matrix((np.ones(n), (rows, np.arange(n))), shape=(jobs, n))
+    types = int(capacity.size)
+    cap = coo_matrix(
+        (np.tile(gpus, jobs).astype(float), (np.tile(type_of, jobs), np.arange(n))),
+        shape=(types, n),
+    )
+    a = csr_matrix(vstack([one, cap]))
+    upper = np.concatenate([np.ones(jobs), capacity.astype(float)])
+    lb = np.zeros(n)
+    for j, col in fixed:
+        lb[j * cols + col] = 1.0
+    res = milp(
+        c,
+        constraints=LinearConstraint(a, -np.inf, upper),
+        integrality=np.ones(n),
+        bounds=Bounds(lb, np.ones(n)),
+        options={"mip_rel_gap": MIP_GAP, "presolve": True},
+    )
+    if res.x is None:
+        raise RuntimeError(f"Sia's ILP has no solution: {res.message}")
+    x = np.round(res.x).reshape(jobs, cols)
+    return [int(np.argmax(x[j])) if x[j].sum() > 0 else -1 for j in range(jobs)]
+
+
+@dataclass
+class Sia:
+    """Sia's round-based ILP scheduler (module doc). ``p``, ``lambda_n``, ``lambda_a`` and
+    ``interval`` default to the artifact's settings (simulator_config.py:49-56,
+    run_experiment.sh); ``restart_delays`` (application → seconds the engine charges at every
+    restart, for the checkpoint-restore constraint) and ``default_delay`` come from the run's
+    calibration."""
+
+    name: str = "sia"
+    interval: float | None = 60.0
+    p: float = -0.5
+    lambda_n: float = 1.1
+    lambda_a: float = 0.01
+    restart_delays: dict[str, float] = field(default_factory=dict)
+    default_delay: float = 30.0
+    #: a list to append every round's ``SiaProblem`` to
+    record: list[SiaProblem] | None = None
+    elastic = True
+    _fits: dict[int, dict[str, JobGoodput]] = field(default_factory=dict, init=False, repr=False)
+    _grad: dict[int, tuple[float, float]] = field(default_factory=dict, init=False, repr=False)
+    _prev: dict[int, int] = field(default_factory=dict, init=False, repr=False)
+    _restarts: dict[int, int] = field(default_factory=dict, init=False, repr=False)
+    _restore_until: dict[int, float] = field(default_factory=dict, init=False, repr=False)
+
+    # ------------------------------------------------------------------ set-up
+    def attach(self, sim: Simulator) -> None:
+        self.ex = sim.estimates(ProfileEstimates)
+        self.sim = sim
+        cl = sim.cluster
+        #: GPU types in the cluster's order (the artifact's ``cluster_ordering``)
+        self.types: list[str] = list(cl.gpu_types)
+        self.per_node: dict[str, int] = {}
+        self.servers: dict[str, list[int]] = {}
+        for s, srv in enumerate(cl.servers):
+            self.servers.setdefault(srv.gpu_type, []).append(s)
+            self.per_node[srv.gpu_type] = max(self.per_node.get(srv.gpu_type, 0), srv.num_gpus)
+        self.capacity = np.array([cl.gpu_types[t] for t in self.types], dtype=np.int64)
+        configs: list[tuple[str, int, int]] = []
+        for t in self.types:
+            nodes = min(len(self.servers[t]), SIA_MAX_PHYSICAL_NODES.get(t, len(self.servers[t])))
+            configs += [(t, n, g) for n, g in configurations(self.per_node[t], nodes)]
+        self.configs = configs
+        self.cfg_gpus = np.array([g for _, _, g in configs], dtype=np.int64)
+        self.cfg_type = np.array([self.types.index(t) for t, _, _ in configs], dtype=np.int64)
+        self._xput: dict[tuple[str, str], float] = {}
+        self.solve_ms: list[float] = []
+
+    def schedule(self, sim: Simulator) -> None:
+        """Allocations change only at rounds (``on_round``)."""
+
+    # ------------------------------------------------------------------ the job agent
+    def _type_of(self, sim: Simulator, job: JobState) -> str:
+        return sim.cluster.gpu_type(job.gpus[0])
+
+    def observe(self, run: ProfileRun) -> None:
+        """The (step, sync) time of the configuration ``run`` runs, on the job's model of its
+        GPU type, and its gradient statistics (``Job.update_params``, job.py:387-412)."""
+        cfg = run.cfg
+        assert cfg is not None
+        job = run.job
+        t = self._type_of(self.sim, job)
+        app, _ = self.ex.application_on(job, t)
+        step, sync = app.step_time(run.placement, cfg.a)
+        try:
+            self._grad[job.job_id] = app.grad_stats(run.epoch, cfg.M)
+        except ValueError:
+            pass
+        fits = self._fits.setdefault(job.job_id, {})
+        m = fits.get(t)
+        if m is None:
+            m = fits[t] = JobGoodput(app)
+        m.observe(len(run.placement), sum(run.placement), cfg.a, step, sync)
+
+    def _run_batch(self, job: JobState, t: str, placement: tuple[int, ...]) -> int:
+        """The batch ``job`` runs on ``placement`` of type ``t`` (``update_local_bsz``,
+        job.py:317-386): its model's best up to the application's max_bsz within the
+        placement's local-batch limit, or max(init_bsz, min_local·R) without a model there."""
+        app, _ = self.ex.application_on(job, t)
+        r = sum(placement)
+        m = self._fits.get(job.job_id, {}).get(t)
+        grad = self._grad.get(job.job_id)
+        if m is None or m.params is None or grad is None:
+            return max(app.init_bsz, app.min_local * r)
+        hi = app.max_local_at(placement) if app.max_nodes is not None else app.max_local
+        _, batch = best_goodput(
+            m.params, grad, app.init_bsz, len(placement), r, app.max_bsz, (app.min_local, hi)
+        )
+        return batch
+
+    def rebatch(self, run: ProfileRun) -> int | None:
+        """The batch ``run`` re-tunes to after each step and epoch (job.py:521)."""
+        job = run.job
+        return self._run_batch(job, self._type_of(self.sim, job), run.placement)
+
+    # ------------------------------------------------------------------ goodputs
+    def _ratio(self, app_name: str, t: str, dest: str, job: JobState) -> float:
+        key = (f"{app_name}\0{t}", dest)
+        hit = self._xput.get(key)
+        if hit is None:
+            src_app, _ = self.ex.application_on(job, t)
+            dest_app, _ = self.ex.application_on(job, dest)
+            hit = self._xput[key] = one_gpu_throughput(src_app) / one_gpu_throughput(dest_app)
+        return hit
+
+    def goodput_row(self, job: JobState) -> np.ndarray:
+        """Job's normalised goodput per configuration (sia.py:612-719), before the restart
+        factor."""
+        row = np.full(len(self.configs), ZERO_ALLOC_GAIN)
+        fits = self._fits.get(job.job_id, {})
+        grad = self._grad.get(job.job_id)
+        modelled = [t for t in self.types if t in fits and fits[t].params is not None]
+        if grad is None:
+            modelled = []
+        apps = {t: self.ex.application_on(job, t)[0] for t in self.types}
+        limit = max(
+            min(
+                max(2 * (fits[t].max_profiled_replicas if t in fits else 0), 1),
+                MAX_REPLICAS,
+                apps[t].max_bsz // apps[t].min_local,
+            )
+            for t in self.types
+        )
+        target = job.spec.batch_size
+        unit: list[str] = []  # types whose one-GPU configuration gets goodput 1
+        for t in self.types:
+            cols = [i for i, (ct, _, g) in enumerate(self.configs) if ct == t and 1 <= g <= limit]
+            if not modelled or not cols:
+                unit.append(t)
+                continue
+            src = t if t in modelled else modelled[0]
+            app = apps[src]
+            m = fits[src].params
+            mult = 1.0 if src == t else self._ratio(job.spec.application, t, src, job)
+            per = self.per_node[src]
+            assert m is not None and grad is not None
+            for i in cols:
+                _, nodes, g = self.configs[i]
+                if src != t:
+                    nodes = math.ceil(g / per)
+                good, _ = best_goodput(
+                    m,
+                    grad,
+                    app.init_bsz,
+                    nodes,
+                    g,
+                    max(target, app.init_bsz),
+                    (app.min_local, app.max_local),
+                )
+                row[i] = good * mult
+        valid = [t for t in self.types if t not in unit]
+        mins = []
+        for t in valid:
+            vals = row[(self.cfg_type == self.types.index(t)) & (row > ZERO_ALLOC_GAIN)]
+            if vals.size:
+                mins.append(vals.min())
+        row *= 1.0 / (min(mins) if mins else 1.0)
+        for t in unit:
+            for i, (ct, _, g) in enumerate(self.configs):
+                if ct == t and g == 1:
+                    row[i] = 1.0
+        row[row <= ZERO_ALLOC_GAIN] = ZERO_ALLOC_GAIN
+        return row
+
+    # ------------------------------------------------------------------ the round
+    def on_round(self, sim: Simulator) -> None:
+        jobs = sorted([*sim.queue, *sim.running.values()], key=lambda j: j.job_id)
+        if not jobs:
+            return
+        now = sim.now
+        goodput = np.vstack([self.goodput_row(j) for j in jobs])
+        fixed: list[tuple[int, int]] = []
+        for i, j in enumerate(jobs):
+            prev = self._prev.get(j.job_id)
+            if prev is None:
+                continue
+            pen = restart_penalty(j.spec.name or j.spec.application)
+            age = now - j.arrival
+            restarts = self._restarts.get(j.job_id, 0)
+            factor = restart_factor(age, restarts, pen)
+            keep = goodput[i, prev]
+            goodput[i] *= factor
+            goodput[i, prev] = keep
+            if j.job_id in sim.running and self._restore_until.get(j.job_id, -1.0) > now + 1e-9:
+                fixed.append((i, prev))
+        with np.errstate(divide="ignore"):
+            cost = np.minimum(np.round(np.power(goodput, self.p), 2), CLIP)
+        t0 = time.perf_counter()
+        choice = solve_ilp(
+            cost, self.cfg_gpus, self.cfg_type, self.capacity, self.lambda_n, fixed, self.p < 0
+        )
+        ms = (time.perf_counter() - t0) * 1e3
+        self.solve_ms.append(ms)
+        if self.record is not None:
+            self.record.append(
+                SiaProblem(
+                    tuple(j.job_id for j in jobs),
+                    tuple(self.configs),
+                    goodput,
+                    cost,
+                    {t: int(c) for t, c in zip(self.types, self.capacity, strict=True)},
+                    tuple(fixed),
+                    tuple(choice),
+                    ms,
+                )
+            )
+        self._apply(sim, jobs, choice)
+
+    def _apply(self, sim: Simulator, jobs: list[JobState], choice: list[int]) -> None:
+        """Placements per type as the artifact's ``alloc_to_placement_fast``; jobs whose type
+        and per-node GPUs do not change keep their GPUs, the others stop and start."""
+        cl = sim.cluster
+        placed: dict[int, tuple[str, list[int]]] = {}
+        for t in self.types:
+            servers = self.servers[t]
+            demands = [
+                (i, self.configs[c][2])
+                for i, c in enumerate(choice)
+                if c >= 0 and self.configs[c][0] == t
+            ]
+            free = [cl.servers[s].num_gpus for s in servers]
+            for i, nodes in alloc_to_placement(free, demands, self.per_node[t]).items():
+                placed[i] = (t, [servers[k] for k in nodes])
+        keep: list[bool] = []
+        for i, j in enumerate(jobs):
+            run = j.job_id in sim.running
+            ok = False
+            if run and i in placed:
+                t, srv = placed[i]
+                ok = self._type_of(sim, j) == t and _tuple(srv) == _tuple(
+                    [cl.gpu_server[g] for g in j.gpus]
+                )
+            keep.append(ok)
+        for i, j in enumerate(jobs):
+            if j.job_id in sim.running and not keep[i]:
+                sim.preempt(j)
+        for i, j in enumerate(jobs):
+            self._prev.pop(j.job_id, None)
+            if choice[i] >= 0:
+                self._prev[j.job_id] = choice[i]
+            if keep[i]:
+                self.ex.rebatch(j)
+        # start the others: on the artifact's nodes where their GPUs are free, else on the
+        # type's free GPUs by the same rule
+        free_gpus = {
+            s: [g for g in cl.gpus_of_server(s) if not sim.residents[g]]
+            for s in range(cl.num_servers)
+        }
+        todo = [i for i in placed if not keep[i]]
+        later: dict[str, list[tuple[int, int]]] = {}
+        for i in sorted(todo):
+            t, srv = placed[i]
+            need: dict[int, int] = {}
+            for s in srv:
+                need[s] = need.get(s, 0) + 1
+            if all(len(free_gpus[s]) >= k for s, k in need.items()):
+                gpus: list[int] = []
+                for s in srv:
+                    gpus.append(free_gpus[s].pop(0))
+                self._start(sim, jobs[i], t, gpus)
+            else:
+                later.setdefault(t, []).append((i, len(srv)))
+        for t, demands in later.items():
+            servers = self.servers[t]
+            free = [len(free_gpus[s]) for s in servers]
+            for i, nodes in alloc_to_placement(free, demands, self.per_node[t]).items():
+                gpus = [free_gpus[servers[k]].pop(0) for k in nodes]
+                self._start(sim, jobs[i], t, gpus)
+
+    def _start(self, sim: Simulator, job: JobState, t: str, gpus: list[int]) -> None:
+        placement = _tuple([sim.cluster.gpu_server[g] for g in gpus])
+        batch = self._run_batch(job, t, placement)
+        if job.job_id in self._restore_until:
+            self._restarts[job.job_id] = self._restarts.get(job.job_id, 0) + 1
+        delay = self.restart_delays.get(job.spec.application, self.default_delay)
+        self._restore_until[job.job_id] = sim.now + delay
+        sim.resize(job, gpus, JobConfig(batch_size=int(batch)))
+
+    def summary_extras(self, sim: Simulator) -> dict[str, object]:
+        """Rounds whose ILP was solved (solve times are in ``solve_ms``, not in the
+        deterministic summary)."""
+        return {"sia_rounds": len(self.solve_ms)}
+
+
+def _tuple(servers: list[int]) -> tuple[int, ...]:
+    """GPUs per node as run lengths of consecutive equal node ids (the artifact's placement
+    tuple, cluster.py:188-196)."""
+    out: list[int] = []
+    prev = None
+    for s in servers:
+        if s == prev:
+            out[-1] += 1
+        else:
+            out.append(1)
+            prev = s
+    return tuple(out)

@@ -1,0 +1,223 @@
+"""The ``sia`` policy (issue #29, policies/sia.py): Sia's ILP per round as the artifact's
+sia.py solves it, its restart factor, its goodput bootstrap from one-GPU profiles, and an
+end-to-end run on ``sia-64`` with tiny profiles of our own (tests/test_sia_inputs.py)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ddlsched.api import simulate
+from ddlsched.cli import main
+from ddlsched.core.cluster_io import load_cluster
+from ddlsched.core.job import JobSpec, ModelProfile
+from ddlsched.perf.typed_profiles import load_type_profiles
+from ddlsched.policies.sia import (
+    ZERO_ALLOC_GAIN,
+    Sia,
+    alloc_to_placement,
+    configurations,
+    one_gpu_throughput,
+    restart_factor,
+    restart_penalty,
+    solve_ilp,
+)
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_sia_inputs import write_sia_profiles  # noqa: E402
+
+MODEL = ModelProfile("app", 0.0, 0.0, 0, 0.0, 0.0)
+
+
+def costs(goodput: np.ndarray, p: float = -0.5) -> np.ndarray:
+    """A = min(round(G^p, 2), 3000) (sia.py:959-968)."""
+    return np.minimum(np.round(np.power(goodput, p), 2), 3000.0)
+
+
+def test_hand_solved_ilp_two_jobs_two_types() -> None:
+    """Two jobs, GPU types T1 (2 GPUs, configurations 1 and 2 GPUs) and T2 (1 GPU).
+
+    Normalised goodputs (columns T1×1, T1×2, T2×1): A = (1, 1.8, 3), B = (1, 1.9, 1.2).
+    With p = −0.5 and 2-decimal rounding, A's costs are (1, 0.75, 0.58) and B's
+    (1, 0.73, 0.91); λ_n = 1.1 per job left without GPUs. The feasible assignments (T1 has 2
+    GPUs, T2 one):
+
+    - A→T2×1, B→T1×2: 0.58 + 0.73 = 1.31  ← optimum
+    - A→T2×1, B→T1×1: 0.58 + 1.00 = 1.58
+    - A→T1×2, B→T2×1: 0.75 + 0.91 = 1.66
+    - A→T1×1, B→T2×1: 1.00 + 0.91 = 1.91
+    - A→T1×1, B→T1×1: 2.00
+    - one job alone at best: A→T2×1 + 1.1 = 1.68; none: 2.2.
+
+    So A takes the fast type although B scales better there, and B takes both T1 GPUs."""
+    g = np.array([[1.0, 1.8, 3.0], [1.0, 1.9, 1.2]])
+    a = costs(g)
+    assert a.tolist() == [[1.0, 0.75, 0.58], [1.0, 0.73, 0.91]]
+    gpus = np.array([1, 2, 1])
+    type_of = np.array([0, 0, 1])
+    choice = solve_ilp(a, gpus, type_of, np.array([2, 1]), 1.1, [])
+    assert choice == [2, 1]
+
+
+def test_lambda_n_leaves_a_job_out_only_when_cheaper() -> None:
+    """One GPU, two jobs whose only configuration costs 1 (goodput 1): one runs (1 + 1.1 =
+    2.1 < 2.2); with λ_n = 0.5 running still beats leaving both out (1.5 < 1.0 + … no: 1 +
+    0.5 = 1.5 vs 2 × 0.5 = 1.0), so both wait."""
+    a = np.array([[1.0], [1.0]])
+    one = np.array([1])
+    assert sorted(solve_ilp(a, one, np.array([0]), np.array([1]), 1.1, [])) == [-1, 0]
+    assert solve_ilp(a, one, np.array([0]), np.array([1]), 0.5, []) == [-1, -1]
+
+
+def test_restart_penalty_keeps_an_allocation_when_the_gain_is_below_it() -> None:
+    """A job on configuration 0 (goodput 1) could move to configuration 1 (goodput 1.2).
+    Without a penalty it moves: 1.2^−0.5 = 0.91 < 1. Age 100 s, one restart, penalty 30 s
+    (cifar10's, sia.py:27-28): factor (100 − 30)/(100 + 30) = 0.538, so the move's goodput is
+    0.646 and its cost 1.24 > 1 — it stays."""
+    assert restart_penalty("cifar10-7") == 30.0
+    assert restart_penalty("imagenet-1") == 250.0
+    assert restart_penalty("yolov3-2") == 45.0
+    assert restart_penalty("alpha-0") == 30.0
+    f = restart_factor(100.0, 1, 30.0)
+    assert f == pytest.approx(70 / 130)
+    assert restart_factor(20.0, 5, 30.0) == 1.0  # younger than the penalty: no factor
+    row = np.array([1.0, 1.2])
+    gpus, types, cap = np.array([1, 1]), np.array([0, 0]), np.array([1])
+    assert solve_ilp(costs(row[None]), gpus, types, cap, 1.1, []) == [1]
+    damped = row * f
+    damped[0] = row[0]  # the previous configuration keeps its goodput (sia.py:921-927)
+    assert costs(damped[None]).tolist() == [[1.0, 1.24]]
+    assert solve_ilp(costs(damped[None]), gpus, types, cap, 1.1, []) == [0]
+
+
+def test_a_fixed_configuration_is_kept() -> None:
+    """A job in checkpoint-restore keeps its configuration (cluster.py:424-425) even where
+    another is cheaper."""
+    a = costs(np.array([[1.0, 4.0]]))
+    out = solve_ilp(a, np.array([1, 1]), np.array([0, 0]), np.array([1]), 1.1, [(0, 0)])
+    assert out == [0]
+
+
+def test_configurations_are_the_artifacts_tables() -> None:
+    """CONFIGS_4GPU and CONFIGS_8GPU (sia.py:13-17) cut at the type's usable nodes: sia-64
+    has 8 aws, 5 dgx-ext and 6 rtx columns (SEMANTICS §6)."""
+    assert configurations(4, 6) == [(1, 1), (1, 2), (1, 4), *[(k, 4 * k) for k in range(2, 7)]]
+    assert [g for _, g in configurations(8, 2)] == [1, 2, 4, 8, 16]
+    assert [g for _, g in configurations(8, 3)] == [1, 2, 4, 8, 16, 24]
+    assert len(configurations(4, 16)) == 18 and configurations(4, 16)[-1] == (16, 64)
+    assert configurations(8, 100)[-1] == (8, 64)
+
+
+def test_placement_is_round_robin_as_the_artifact() -> None:
+    """alloc_to_placement_fast (sia.py:155-204): two 2-GPU jobs on an 8-GPU type land on
+    nodes 0 and 1; a 16-GPU job takes two whole nodes first."""
+    assert alloc_to_placement([8, 8, 8], [(0, 2), (1, 2)], 8) == {0: [0, 0], 1: [1, 1]}
+    free = [8, 8, 8]
+    out = alloc_to_placement(free, [(0, 2), (1, 2), (2, 16)], 8)
+    assert out == {2: [0] * 8 + [1] * 8, 0: [2, 2], 1: [2, 2]}
+    assert free == [0, 0, 4]
+    # a job split over nodes where the pointer's node lacks GPUs: placement (1, 1)
+    assert alloc_to_placement([1, 8], [(0, 2)], 8) == {0: [0, 1]}
+
+
+def test_bootstrap_from_one_gpu_profiles(tmp_path) -> None:
+    """A new job gets goodput 1 on one GPU of every type and nothing else (sia.py:637-650);
+    after it ran on one type, a type where it has not run is projected from that type's model
+    at the same GPU count × the ratio of the one-GPU throughputs of the profiles
+    (cluster.py:227-276, sia.py:423-507)."""
+    root = write_sia_profiles(tmp_path / "t", epoch_progress=2e4)
+    spec = JobSpec(0, 0.0, 1, 0, MODEL, application="alpha", batch_size=128, name="alpha-0")
+    rec: list = []
+    pol = Sia(record=rec)
+    simulate(load_cluster("sia-64"), [spec], pol, settings={"profiles": str(root)})
+    first = rec[0]
+    cols = first.configs
+    ones = [i for i, (_, _, g) in enumerate(cols) if g == 1]
+    row = first.goodput[0]
+    assert [row[i] for i in ones] == [1.0, 1.0, 1.0]
+    assert all(row[i] == ZERO_ALLOC_GAIN for i in range(len(cols)) if i not in ones)
+    # the second round: the job ran on one type (t0) with one GPU
+    second = rec[1]
+    t0 = cols[first.choice[0]][0]
+    apps = {
+        t: load_type_profiles(root, t, ["alpha"], "sia-64")["alpha"]
+        for t in ("aws", "dgx-ext", "rtx")
+    }
+    row = second.goodput[0]
+    for t in ("aws", "dgx-ext", "rtx"):
+        if t == t0:
+            continue
+        ratio = one_gpu_throughput(apps[t]) / one_gpu_throughput(apps[t0])
+        for g in (1, 2):  # at most twice the one replica it ran on
+            i = cols.index(next(c for c in cols if c[0] == t and c[2] == g))
+            j = cols.index(next(c for c in cols if c[0] == t0 and c[2] == g))
+            # round 2 at 60 s: every configuration but the previous one (t0, 1 GPU) has
+            # the restart factor (60 − 0)/(60 + 30) (penalty 30 s, no restart yet)
+            damp = restart_factor(60.0, 0, 30.0) if g == 1 else 1.0
+            assert row[i] / row[j] == pytest.approx(ratio * damp, rel=1e-5)
+        big = [i for i, c in enumerate(cols) if c[0] == t and c[2] > 2]
+        assert all(row[i] <= ZERO_ALLOC_GAIN for i in big)  # invalid (× the factor)
+    # the tiny profiles' one-GPU throughputs: largest local batch ÷ its step time
+    assert one_gpu_throughput(apps["dgx-ext"]) == pytest.approx(32 / (1.0 * (0.01 + 0.016)))
+    assert one_gpu_throughput(apps["aws"]) == pytest.approx(32 / (3.0 * (0.01 + 0.016)))
+
+
+def test_end_to_end_on_sia_64_passes_check(tmp_path, capsys) -> None:
+    root = write_sia_profiles(tmp_path / "t", apps=("alpha", "beta"), epoch_progress=2e4)
+    wl = tmp_path / "w.csv"
+    wl.write_text(
+        "name,time,application,num_replicas,batch_size\n"
+        + "".join(
+            f"{('alpha', 'beta')[i % 2]}-{i},{30 * i},{('alpha', 'beta')[i % 2]},{g},{b}\n"
+            for i, (g, b) in enumerate(
+                [(1, 32), (2, 64), (4, 128), (8, 256), (12, 256), (16, 256)] * 2
+            )
+        )
+    )
+    for sem in ("events", "rounds"):
+        out = tmp_path / f"o-{sem}"
+        argv = ["run", "--cluster", "sia-64", "--workload", str(wl), "--policy", "sia"]
+        sets = ["--set", f"profiles={root}", "--set", f"semantics={sem}"]
+        sets += ["--set", "calibration=sia", "--set", "sia_lambda_n=1.2"]
+        assert main([*argv, *sets, "--quiet", "--out", str(out)]) == 0
+        assert main(["check", str(out)]) == 0
+        assert "ok:" in capsys.readouterr().out
+        import json
+
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["elastic"] is True and summary["sia_rounds"] > 0
+        assert math.isfinite(summary["avg_jct"])
+
+
+def test_sia_is_listed_and_its_settings_are_scoped(tmp_path, capsys) -> None:
+    assert main(["list"]) == 0
+    assert "sia" in capsys.readouterr().out
+    root = write_sia_profiles(tmp_path / "t")
+    wl = tmp_path / "w.csv"
+    wl.write_text("name,time,application,num_replicas,batch_size\na-0,0,alpha,1,32\n")
+    argv = ["run", "--cluster", "sia-64", "--workload", str(wl), "--policy", "fifo"]
+    out = ["--quiet", "--out", str(tmp_path / "o")]
+    rc = main([*argv, "--set", f"profiles={root}", "--set", "sia_p=-1", *out])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "sia_p" in err[0] and "sia policy" in err[0]
+    argv[-1] = "sia"
+    rc = main([*argv, "--set", f"profiles={root}", "--set", "calibration=fast", *out])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "calibration" in err[0]
+
+
+def test_calibration_divides_the_rate_and_sets_per_application_delays(tmp_path) -> None:
+    """``calibration=sia``: a job of an application Sia calibrates runs SLOWDOWNS times
+    slower after a restart of its own delay (simulator_config.py:31-33, applications.py:56-69);
+    here an application named like Sia's (bert: 1.2, 120 s; Sia runs 2 of its epochs)."""
+    root = write_sia_profiles(tmp_path / "t", apps=("bert",), epoch_progress=2e4)
+    spec = JobSpec(0, 0.0, 1, 0, MODEL, application="bert", batch_size=32)
+    cl = load_cluster("sia-64")
+    base = {"profiles": str(root), "rescale_delay": 0.0}
+    (plain,) = simulate(cl, [spec], "fifo", settings=base).jobs
+    (cal,) = simulate(cl, [spec], "fifo", settings={**base, "calibration": "sia"}).jobs
+    assert cal.jct == pytest.approx(120.0 + 1.2 * plain.jct, rel=1e-9)
