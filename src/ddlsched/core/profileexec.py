@@ -21,7 +21,6 @@ Two semantics (``--set semantics=``):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
@@ -152,24 +151,19 @@ def compact_placement(num_gpus: int, per_server: int) -> tuple[int, ...]:
     return (per_server,) * full + ((rest,) if rest else ())
 
 
-def run_lengths(ids: Iterable[int]) -> tuple[int, ...]:
-    """Lengths of the runs of consecutive equal ids (node ids → GPUs per node in allocation
-    order: the artifact's placement tuple)."""
+def placement_tuple(gpus: tuple[int, ...], gpu_server: tuple[int, ...]) -> tuple[int, ...]:
+    """GPUs per node as run lengths of consecutive equal node ids in allocation order (the
+    artifact's placement tuple)."""
     out: list[int] = []
-    prev = None
-    for s in ids:
+    prev = -1
+    for g in gpus:
+        s = gpu_server[g]
         if s == prev:
             out[-1] += 1
         else:
             out.append(1)
             prev = s
     return tuple(out)
-
-
-def placement_tuple(gpus: tuple[int, ...], gpu_server: tuple[int, ...]) -> tuple[int, ...]:
-    """GPUs per node as run lengths of consecutive equal node ids in allocation order (the
-    artifact's placement tuple)."""
-    return run_lengths(gpu_server[g] for g in gpus)
 
 
 class ProfileExecutor:

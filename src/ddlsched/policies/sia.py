@@ -51,7 +51,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core.profileexec import run_lengths
 from ..core.protocols import JobConfig, ProfileEstimates
 from ..core.sia_clusters import SIA_MAX_PHYSICAL_NODES
 from ..perf.goodput import EPS, JobGoodput, grad_gain, iteration_times
@@ -482,7 +481,7 @@ class Sia:
             ok = False
             if run and i in placed:
                 t, srv = placed[i]
-                ok = self._type_of(sim, j) == t and run_lengths(srv) == run_lengths(
+                ok = self._type_of(sim, j) == t and _tuple(srv) == _tuple(
                     [cl.gpu_server[g] for g in j.gpus]
                 )
             keep.append(ok)
@@ -523,7 +522,7 @@ class Sia:
                 self._start(sim, jobs[i], t, gpus)
 
     def _start(self, sim: Simulator, job: JobState, t: str, gpus: list[int]) -> None:
-        placement = run_lengths(sim.cluster.gpu_server[g] for g in gpus)
+        placement = _tuple([sim.cluster.gpu_server[g] for g in gpus])
         batch = self._run_batch(job, t, placement)
         if job.job_id in self._restore_until:
             self._restarts[job.job_id] = self._restarts.get(job.job_id, 0) + 1
@@ -535,3 +534,17 @@ class Sia:
         """Rounds whose ILP was solved (solve times are in ``solve_ms``, not in the
         deterministic summary)."""
         return {"sia_rounds": len(self.solve_ms)}
+
+
+def _tuple(servers: list[int]) -> tuple[int, ...]:
+    """GPUs per node as run lengths of consecutive equal node ids (the artifact's placement
+    tuple, cluster.py:188-196)."""
+    out: list[int] = []
+    prev = None
+    for s in servers:
+        if s == prev:
+            out[-1] += 1
+        else:
+            out.append(1)
+            prev = s
+    return tuple(out)
