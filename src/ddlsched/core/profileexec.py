@@ -24,6 +24,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
+from ..perf.profiles import node_runs
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..perf.profiles import Application, BatchConfig
@@ -154,16 +155,7 @@ def compact_placement(num_gpus: int, per_server: int) -> tuple[int, ...]:
 def placement_tuple(gpus: tuple[int, ...], gpu_server: tuple[int, ...]) -> tuple[int, ...]:
     """GPUs per node as run lengths of consecutive equal node ids in allocation order (the
     artifact's placement tuple)."""
-    out: list[int] = []
-    prev = -1
-    for g in gpus:
-        s = gpu_server[g]
-        if s == prev:
-            out[-1] += 1
-        else:
-            out.append(1)
-            prev = s
-    return tuple(out)
+    return node_runs(gpu_server[g] for g in gpus)
 
 
 class ProfileExecutor:

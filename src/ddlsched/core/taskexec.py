@@ -21,7 +21,7 @@ from __future__ import annotations
 from heapq import heapify, heappop, heappush
 from typing import TYPE_CHECKING
 
-from ..perf.contention import MB, LinearContention
+from ..perf.contention import MB, LinearContention, advance_allreduce, allreduce_bytes_left
 from .simulator import quantize
 from .state import JobState
 
@@ -554,15 +554,7 @@ class TaskExecutor:
 
     def advance(self, r: Run) -> None:
         """Bring a running all-reduce's remaining latency/bytes up to now."""
-        now = self.sim.now
-        dt = now - r.comm_last
-        if dt > 0:
-            lat = min(dt, r.lat_left)
-            r.lat_left -= lat
-            dt -= lat
-            if dt > 0 and r.per_byte > 0:
-                r.bytes_left = max(r.bytes_left - dt / r.per_byte, 0.0)
-            r.comm_last = now
+        advance_allreduce(r, self.sim.now)
 
     def remaining_bytes(self, r: Run) -> float:
         """Remaining message size of a running all-reduce (AdaDUAL's M_old), exact at now.
@@ -570,10 +562,7 @@ class TaskExecutor:
         A pure read: progress is only folded into the state when rates change, so how often a
         gate looks cannot change the arithmetic (and hence the schedule).
         """
-        dt = self.sim.now - r.comm_last - r.lat_left
-        if dt <= 0 or r.per_byte <= 0:
-            return r.bytes_left
-        return max(r.bytes_left - dt / r.per_byte, 0.0)
+        return allreduce_bytes_left(r, self.sim.now)
 
     def message_bytes(self, r: Run) -> float:
         """Message size of ``r``'s next all-reduce (M_new), scaled by iterations per task."""

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..perf.contention import LinearContention
+from ..perf.contention import LinearContention, advance_allreduce, allreduce_bytes_left
 
 #: longest request line accepted (bytes); a longer one is an error and closes the connection
 MAX_LINE = 4096
@@ -94,21 +94,11 @@ class CommState:
 
     def advance(self, r: CommTask, now: float) -> None:
         """Bring a running all-reduce's remaining latency and bytes up to ``now``."""
-        dt = now - r.comm_last
-        if dt > 0:
-            lat = min(dt, r.lat_left)
-            r.lat_left -= lat
-            dt -= lat
-            if dt > 0 and r.per_byte > 0:
-                r.bytes_left = max(r.bytes_left - dt / r.per_byte, 0.0)
-            r.comm_last = now
+        advance_allreduce(r, now)
 
     def remaining_bytes(self, r: CommTask) -> float:
         """AdaDUAL's M_old: the model's remaining bytes of a running all-reduce, now."""
-        dt = self.clock() - r.comm_last - r.lat_left
-        if dt <= 0 or r.per_byte <= 0:
-            return r.bytes_left
-        return max(r.bytes_left - dt / r.per_byte, 0.0)
+        return allreduce_bytes_left(r, self.clock())
 
     def message_bytes(self, r: CommTask) -> float:
         """AdaDUAL's M_new: the bytes of the all-reduce asked for."""

@@ -9,6 +9,7 @@ all-reduce, before its bytes, and is not slowed by contention.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 MB = 1e6  # bytes per MB: Wang's b = 8.53e-10 s/B is 0.853 ms/MB with MB = 10^6 bytes
 
@@ -53,3 +54,27 @@ class RingContention(LinearContention):
             b=2 * (n - 1) / n * beta + (n - 1) / n * gamma,
             eta=eta,
         )
+
+
+def advance_allreduce(r: Any, now: float) -> None:
+    """Bring a running all-reduce's remaining latency, then bytes, up to ``now`` (the fluid
+    model: ``a`` first, then bytes at ``1 / per_byte`` per second). ``r`` has ``comm_last``,
+    ``lat_left``, ``bytes_left`` and ``per_byte`` (``core.taskexec.Run``, the live gate's
+    ``CommTask``)."""
+    dt = now - r.comm_last
+    if dt > 0:
+        lat = min(dt, r.lat_left)
+        r.lat_left -= lat
+        dt -= lat
+        if dt > 0 and r.per_byte > 0:
+            r.bytes_left = max(r.bytes_left - dt / r.per_byte, 0.0)
+        r.comm_last = now
+
+
+def allreduce_bytes_left(r: Any, now: float) -> float:
+    """AdaDUAL's M_old: the remaining bytes of a running all-reduce at ``now``, read without
+    folding progress into ``r`` (how often a gate looks cannot change the arithmetic)."""
+    dt = now - r.comm_last - r.lat_left
+    if dt <= 0 or r.per_byte <= 0:
+        return r.bytes_left
+    return max(r.bytes_left - dt / r.per_byte, 0.0)

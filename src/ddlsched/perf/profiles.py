@@ -130,6 +130,20 @@ def packed_placement(replicas: int, max_nodes: int) -> tuple[int, ...]:
     return tuple(out)
 
 
+def node_runs(nodes: Iterable[int]) -> tuple[int, ...]:
+    """GPUs per node as run lengths of consecutive equal node ids in allocation order (the
+    Sia/Pollux artifacts' placement tuple, Sia cluster.py:188-196)."""
+    out: list[int] = []
+    prev = None
+    for s in nodes:
+        if s == prev:
+            out[-1] += 1
+        else:
+            out.append(1)
+            prev = s
+    return tuple(out)
+
+
 def placement_id(placement: Iterable[int]) -> str:
     """The artifact's placement ID: digits of the canonical placement (§3): (3, 2, 1) → '132'."""
     return "".join(map(str, canonical_placement(placement)))

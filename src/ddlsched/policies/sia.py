@@ -54,6 +54,7 @@ import numpy as np
 from ..core.protocols import JobConfig, ProfileEstimates
 from ..core.sia_clusters import SIA_MAX_PHYSICAL_NODES
 from ..perf.goodput import EPS, JobGoodput, grad_gain, iteration_times
+from ..perf.profiles import node_runs
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.protocols import ProfileRun
@@ -481,7 +482,7 @@ class Sia:
             ok = False
             if run and i in placed:
                 t, srv = placed[i]
-                ok = self._type_of(sim, j) == t and _tuple(srv) == _tuple(
+                ok = self._type_of(sim, j) == t and node_runs(srv) == node_runs(
                     [cl.gpu_server[g] for g in j.gpus]
                 )
             keep.append(ok)
@@ -522,7 +523,7 @@ class Sia:
                 self._start(sim, jobs[i], t, gpus)
 
     def _start(self, sim: Simulator, job: JobState, t: str, gpus: list[int]) -> None:
-        placement = _tuple([sim.cluster.gpu_server[g] for g in gpus])
+        placement = node_runs(sim.cluster.gpu_server[g] for g in gpus)
         batch = self._run_batch(job, t, placement)
         if job.job_id in self._restore_until:
             self._restarts[job.job_id] = self._restarts.get(job.job_id, 0) + 1
@@ -534,17 +535,3 @@ class Sia:
         """Rounds whose ILP was solved (solve times are in ``solve_ms``, not in the
         deterministic summary)."""
         return {"sia_rounds": len(self.solve_ms)}
-
-
-def _tuple(servers: list[int]) -> tuple[int, ...]:
-    """GPUs per node as run lengths of consecutive equal node ids (the artifact's placement
-    tuple, cluster.py:188-196)."""
-    out: list[int] = []
-    prev = None
-    for s in servers:
-        if s == prev:
-            out[-1] += 1
-        else:
-            out.append(1)
-            prev = s
-    return tuple(out)
