@@ -9,33 +9,17 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from test_testbed import NETNS_PROBLEM  # noqa: E402 - the same probe (root, ip/tc, netns, tbf)
 
 from ddlsched.testbed import TestbedSpec, down, up
 from ddlsched.testbed import commands as tb_commands
 from ddlsched.testbed import state as tb_state
 
-
-def _netns_problem() -> str | None:
-    """Why this machine cannot make a testbed, or None (as tests/test_testbed.py probes)."""
-    if os.geteuid() != 0:
-        return "needs root (network namespaces and tc)"
-    if not (shutil.which("ip") and shutil.which("tc")):
-        return "needs iproute2 (ip, tc)"
-    probe = f"t{secrets.token_hex(2)}-probe"
-    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
-    if made.returncode != 0:
-        return f"`ip netns add` fails here: {made.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
-    return None
-
-
-NETNS_PROBLEM = _netns_problem()
 pytestmark = [
     pytest.mark.solo,
     pytest.mark.skipif(NETNS_PROBLEM is not None, reason=str(NETNS_PROBLEM)),
