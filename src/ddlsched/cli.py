@@ -385,7 +385,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     bar = ProgressBar(exp.name)
     n_seeds = args.seeds or exp.default_seeds
     chosen = variants or exp.default_variants()
-    rid = reproduction_id(exp, chosen, n_seeds)
+    rid = reproduction_id(exp, chosen, n_seeds, args.data)
     with claim(
         args.out, may_replace=marker_rule(REPRODUCE_MARKER, rid), overwrite=args.overwrite
     ) as target:
@@ -413,8 +413,9 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                 variants=variants,
                 progress=bar,
                 on_variant=show if exp.custom is None else None,
+                data=args.data,
             )
-            names = write_reproduction(exp, table, staging, chosen, n_seeds)
+            names = write_reproduction(exp, table, staging, chosen, n_seeds, args.data)
     if not shown:  # a custom experiment: its table at the end
         print(markdown_head(exp, table), end="")
     for v in dict.fromkeys(t["variant"] for t in table):
@@ -999,6 +1000,12 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--seeds", type=int_arg, help="number of seeds (default: the experiment's)")
     rp.add_argument("--variant", help="comma-separated subset of variants, e.g. coarse")
     rp.add_argument("--workers", type=int, help="parallel processes (default: all cores)")
+    rp.add_argument(
+        "--data",
+        metavar="DIR",
+        help="the experiment's input folder, e.g. Sia's artifact for sia-table3 or the Pollux "
+        "artifact's data for luo24-* (default: the environment variable / ../shared it names)",
+    )
     rp.add_argument("--out", required=True, help="output directory")
     rp.add_argument(
         "--overwrite",

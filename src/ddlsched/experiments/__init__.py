@@ -4,6 +4,7 @@ from .gavel import GAVEL_EXPERIMENTS
 from .luo24 import LUO24_EXPERIMENTS
 from .luo24_claim import CLAIM_EXPERIMENTS
 from .runner import Experiment, Row, run_experiment
+from .sia import SIA_EXPERIMENTS
 from .wang20 import WANG20_EXPERIMENTS
 from .yu22 import YU22_EXPERIMENTS
 from .yu22_optgap import YU22_OPTGAP_EXPERIMENTS
@@ -17,6 +18,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         *LUO24_EXPERIMENTS,
         *CLAIM_EXPERIMENTS,
         *GAVEL_EXPERIMENTS,
+        *SIA_EXPERIMENTS,
     ]
 }
 

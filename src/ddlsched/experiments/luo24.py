@@ -18,8 +18,17 @@ METRICS = ["avg_jct", "avg_jct_large", "avg_jct_small", "avg_queueing"]
 UNITS = {m: HOURS for m in METRICS}
 
 
-def pollux_data() -> Path | None:
-    """The Pollux artifact's data directory, if present."""
+def pollux_data(data: str | None = None) -> Path | None:
+    """The Pollux artifact's data directory, if present: ``reproduce --data DIR`` (an error
+    when it has no ``traces/``), else ``$DDLSCHED_POLLUX_DATA``, else ``../shared``'s."""
+    if data is not None:
+        if not (Path(data) / "traces").is_dir():
+            from ..errors import InputError
+
+            raise InputError(
+                "not the Pollux artifact's data folder: it has no traces/", source=data
+            )
+        return Path(data)
     env = os.environ.get("DDLSCHED_POLLUX_DATA")
     if env:  # explicit: only that folder (an empty or missing one selects the built-ins)
         return Path(env) if (Path(env) / "traces").is_dir() else None
@@ -44,8 +53,8 @@ FOLDER_JOBS = {
 
 
 def _resolver(folder: str):
-    def resolve():
-        root = pollux_data()
+    def resolve(data: str | None = None):
+        root = pollux_data(data)
         if root is None:
             return (
                 "luo24",
@@ -57,7 +66,7 @@ def _resolver(folder: str):
         return (
             "luo24",
             str(root / folder / "workload-{n}.csv"),
-            {"profiles": str(root / "traces")},
+            {"profiles": str(root / "traces"), "data": str(root)},
             f"Pollux artifact profiles and workloads ({root.name}/{folder}, measured ground truth)",
         )
 
@@ -157,12 +166,14 @@ LOADS = {
 
 
 def _load_variants() -> dict[str, dict[str, object]]:
-    root = pollux_data()
-    out: dict[str, dict[str, object]] = {}
-    for label, folder in LOADS.items():
-        path = str(root / folder / "workload-{n}.csv") if root else f"luo24-{FOLDER_JOBS[folder]}"
-        out[label] = {"workload": path}
-    return out
+    """One variant per load: the data folder's workloads, else generated ones as large."""
+    return {
+        label: {
+            "workload": "{data}/" + folder + "/workload-{n}.csv",
+            "builtin_workload": f"luo24-{FOLDER_JOBS[folder]}",
+        }
+        for label, folder in LOADS.items()
+    }
 
 
 FIG6A = Experiment(
@@ -200,8 +211,8 @@ FIG6B = Experiment(
 )
 
 
-def _physical():
-    root = pollux_data()
+def _physical(data: str | None = None):
+    root = pollux_data(data)
     if root is None:
         return (
             "luo24-physical",
@@ -244,8 +255,8 @@ TABLE2 = Experiment(
 ARTIFACT_MEANS = {"Tiresias": 4038.18, "Pollux": 2751.13}
 
 
-def _artifact_data():
-    root = pollux_data()
+def _artifact_data(data: str | None = None):
+    root = pollux_data(data)
     if root is None:
         from ..errors import InputError
 

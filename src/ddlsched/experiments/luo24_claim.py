@@ -53,8 +53,8 @@ def _variants() -> dict[str, dict[str, object]]:
     return out
 
 
-def _resolve():
-    root = pollux_data()
+def _resolve(data: str | None = None):
+    root = pollux_data(data)
     if root is None:
         return (
             "luo24",

@@ -37,6 +37,20 @@ def bar_chart(exp, table: list[dict], out: Path, metric: str = "avg_jct", suffix
             [sel[r]["ours_ci_high"] - sel[r]["ours_mean"] for r in rows],
         ]
         ax.bar(xs, means, width, yerr=err, capsize=3, label=f"ours ({v})")
+        if getattr(exp, "paper_by_variant", None):  # the paper's value per bar
+            marks = [sel[r]["paper"] for r in rows]
+            ax.scatter(
+                xs,
+                marks,
+                marker="_",
+                s=200,
+                color="black",
+                zorder=3,
+                label="paper" if not i else None,
+            )
+    if getattr(exp, "paper_by_variant", None):
+        ax.set_xticks(range(len(rows)), rows)
+        return _save(fig, ax, exp, metric, out, suffix)
     paper = [
         next((t["paper"] for t in table if t["row"] == r and t["metric"] == metric), math.nan)
         for r in rows

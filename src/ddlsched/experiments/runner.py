@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,9 +74,16 @@ class Experiment:
     #: paper, whose numbers are then given in that unit)
     units: Mapping[str, float] = field(default_factory=dict)
     #: resolves the experiment's data (cluster, workload, extra settings) when it runs, e.g. to
-    #: fall back to built-in data when a data directory is absent; returns (cluster, workload,
-    #: settings, note)
-    resolve: Callable[[], tuple[str, str, Mapping[str, object], str]] | None = None
+    #: fall back to built-in data when a data directory is absent; gets ``reproduce --data``
+    #: (None when not given) and returns (cluster, workload, settings, note). A setting
+    #: ``data`` it returns is no run setting: ``{data}`` in a variant's workload is replaced by it
+    #: (without one, a variant's ``builtin_workload`` replaces its workload)
+    resolve: Callable[[str | None], tuple[str, str, Mapping[str, object], str]] | None = None
+    #: metrics computed from a run's summary (e.g. GPU-hours per job), beside its own keys
+    derived: Mapping[str, Callable[[Mapping[str, float]], float]] = field(default_factory=dict)
+    #: the paper's numbers where they differ by variant (variant → row name → metric → value;
+    #: e.g. one table per trace), taking precedence over ``Row.paper``
+    paper_by_variant: Mapping[str, Mapping[str, Mapping[str, float]]] = field(default_factory=dict)
     #: a closing section computed from the table (e.g. luo24-claim's verdict), appended to
     #: ``table.md`` and to what ``reproduce`` prints
     verdict: Callable[[Experiment, list[dict]], str] | None = None
@@ -87,6 +95,18 @@ class Experiment:
         """The rows that ``variant`` runs (``variant_rows``)."""
         only = self.variant_rows.get(variant)
         return [r for r in self.rows if only is None or r.name in only]
+
+    def paper(self, variant: str, row: Row, metric: str) -> float:
+        """The paper's value of ``metric`` for ``row`` in ``variant`` (NaN: none)."""
+        by_row = self.paper_by_variant.get(variant, {}).get(row.name)
+        source = row.paper if by_row is None else by_row
+        return float(source.get(metric, float("nan")))
+
+    def metric_value(self, summary: Mapping[str, float], metric: str) -> float:
+        """``metric`` of one run: a summary key, else a ``derived`` metric."""
+        if metric in summary or metric not in self.derived:
+            return summary[metric]
+        return self.derived[metric](summary)
 
     def default_variants(self) -> list[str]:
         """The variants a run without ``--variant`` computes: all but the optional ones."""
@@ -204,19 +224,21 @@ def run_experiment(
     variants: Sequence[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     on_variant: Callable[[str, list[dict]], None] | None = None,
+    data: str | None = None,
 ) -> list[dict]:
     """Run every row × variant × seed; return the aggregated table rows. With ``out``, also
     write the result folder all-or-nothing (``write_reproduction`` into a staging directory
     that replaces ``out`` in one rename). ``on_variant(v, rows)`` gets each variant's table
-    rows as soon as its last run is done (``reproduce`` prints them then)."""
+    rows as soon as its last run is done (``reproduce`` prints them then). ``data`` is
+    ``reproduce --data``: the folder of the experiment's inputs (``Experiment.resolve``)."""
     n_seeds = seeds or exp.default_seeds
     if out is None:
-        return _compute(exp, n_seeds, workers, variants, progress, on_variant)
+        return _compute(exp, n_seeds, workers, variants, progress, on_variant, data)
     from ..core.rundir import output_dir
 
     with output_dir(out, overwrite=True) as staging:
-        table = _compute(exp, n_seeds, workers, variants, progress, on_variant)
-        write_reproduction(exp, table, staging, variants or exp.default_variants(), n_seeds)
+        table = _compute(exp, n_seeds, workers, variants, progress, on_variant, data)
+        write_reproduction(exp, table, staging, variants or exp.default_variants(), n_seeds, data)
     return table
 
 
@@ -227,8 +249,13 @@ def _compute(
     variants: Sequence[str] | None,
     progress: Callable[[int, int], None] | None,
     on_variant: Callable[[str, list[dict]], None] | None = None,
+    data: str | None = None,
 ) -> list[dict]:
     """The table of ``exp`` (rows × variants × seeds, or its custom computation)."""
+    if data is not None and exp.resolve is None:
+        from ..errors import InputError
+
+        raise InputError(f"{exp.name} reads no data folder", field="--data")
     if exp.custom is not None:
         table = exp.custom(exp, n_seeds, workers, progress)
         if on_variant is not None:
@@ -238,13 +265,19 @@ def _compute(
     chosen = list(variants) if variants else exp.default_variants()
     base_cluster, base_workload, base_settings, note = exp.cluster, exp.workload, {}, ""
     if exp.resolve is not None:
-        base_cluster, base_workload, base_settings, note = exp.resolve()
+        base_cluster, base_workload, base_settings, note = exp.resolve(data)
     tasks: list[tuple[str, Row, Task]] = []
     for v in chosen:
         for row in exp.rows_of(v):
             settings = {**base_settings, **exp.variants[v], **row.settings}
             cluster = str(settings.pop("cluster", base_cluster))
+            root = settings.pop("data", None)
+            builtin = settings.pop("builtin_workload", None)
             workload = str(settings.pop("workload", base_workload))
+            if root is not None:
+                workload = workload.replace("{data}", str(root))
+            elif builtin is not None:  # no data folder: the variant's built-in stand-in
+                workload = str(builtin)
             for seed in range(n_seeds):
                 tasks.append(
                     (
@@ -274,8 +307,8 @@ def _compute(
             ]
             for metric in exp.metrics:
                 f = exp.units.get(metric, 1.0)
-                values = [s[metric] * f for s in sums]
-                paper = row.paper.get(metric, float("nan"))
+                values = [exp.metric_value(s, metric) * f for s in sums]
+                paper = exp.paper(v, row, metric)
                 rows.append(table_row(exp, v, row.name, metric, paper, values, note))
         return rows
 
@@ -402,17 +435,27 @@ def markdown_tail(exp: Experiment, table: list[dict]) -> str:
 REPRODUCE_MARKER = "reproduce.json"
 
 
-def reproduction_id(exp: Experiment, variants: Sequence[str], seeds: int) -> str:
-    """The id of a reproduction: hash of the experiment name, variants and number of seeds (the
-    worker count does not change results, so it is not part of it)."""
+def reproduction_id(
+    exp: Experiment, variants: Sequence[str], seeds: int, data: str | None = None
+) -> str:
+    """The id of a reproduction: hash of the experiment name, variants, number of seeds and
+    ``--data`` folder if given (the worker count does not change results, so it is not part
+    of it)."""
     from ..core.rundir import run_id_of
 
-    doc = {"experiment": exp.name, "variants": list(variants), "seeds": seeds}
+    doc: dict[str, object] = {"experiment": exp.name, "variants": list(variants), "seeds": seeds}
+    if data is not None:
+        doc["data"] = os.path.abspath(data)
     return run_id_of(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("utf-8"))
 
 
 def write_reproduction(
-    exp: Experiment, table: list[dict], out: Path, variants: Sequence[str], seeds: int
+    exp: Experiment,
+    table: list[dict],
+    out: Path,
+    variants: Sequence[str],
+    seeds: int,
+    data: str | None = None,
 ) -> list[str]:
     """Write the table files and the PNG (``write_table``) and ``reproduce.json`` into ``out``
     (a staging directory); returns the names written."""
@@ -423,7 +466,7 @@ def write_reproduction(
         "experiment": exp.name,
         "variants": list(variants),
         "seeds": seeds,
-        "run_id": reproduction_id(exp, variants, seeds),
+        "run_id": reproduction_id(exp, variants, seeds, data),
         "files": {p.name: sha256_hex(p.read_bytes()) for p in written},
     }
     write_file(out / REPRODUCE_MARKER, dumps_json(doc, REPRODUCE_MARKER).encode("utf-8"))
