@@ -75,7 +75,10 @@ class LiveProfileExecutor(ProfileExecutor):
             self._measured[job.job_id] = key
             recorded = agent.observe_measured(r, step)
             if self.procs.log is not None:
-                profile_step = r.app.step_time(r.placement, r.cfg.a)[0]
+                # the profile of the GPU type the job runs on, where the type has its own
+                own = r.typed.get(r.cfg_type) if r.cfg_type is not None else None
+                typed = {} if own is None else {"gpu_type": r.cfg_type}
+                profile_step = (own or r.app).step_time(r.placement, r.cfg.a)[0]
                 self.procs.log.write(
                     self.sim.now,
                     "measured",
@@ -86,6 +89,7 @@ class LiveProfileExecutor(ProfileExecutor):
                     step_s=recorded[0],
                     sync_s=recorded[1],
                     profile_step_s=profile_step,
+                    **typed,
                 )
 
     def _finish(self, r: _Run, at: float) -> None:

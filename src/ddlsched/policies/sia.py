@@ -53,7 +53,7 @@ import numpy as np
 
 from ..core.protocols import JobConfig, ProfileEstimates
 from ..core.sia_clusters import SIA_MAX_PHYSICAL_NODES
-from ..perf.goodput import EPS, JobGoodput, grad_gain, iteration_times
+from ..perf.goodput import EPS, JobGoodput, grad_gain, iteration_times, measured_step
 from ..perf.profiles import node_runs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -326,6 +326,26 @@ class Sia:
         if m is None:
             m = fits[t] = JobGoodput(app)
         m.observe(len(run.placement), sum(run.placement), cfg.a, step, sync)
+
+    def observe_measured(self, run: ProfileRun, iteration_time: float) -> tuple[float, float]:
+        """A real measurement (live mode: seconds per iteration from the job's progress
+        reports) of the configuration ``run`` runs replaces the profile's in the job's model
+        *of its GPU type*, which is refit (``ObservesMeasured``, as Pollux's): the iteration
+        is scaled to one synchronising micro-step by that type's profile (step ÷ iteration),
+        the sync share is the type's profile's. Projections to the types where the job has
+        not run follow from the refit model. Returns the (step, sync) recorded."""
+        cfg = run.cfg
+        assert cfg is not None
+        job = run.job
+        t = self._type_of(self.sim, job)
+        app, _ = self.ex.application_on(job, t)
+        step, sync = measured_step(app, run.placement, cfg, iteration_time)
+        fits = self._fits.setdefault(job.job_id, {})
+        m = fits.get(t)
+        if m is None:
+            m = fits[t] = JobGoodput(app)
+        m.observe(len(run.placement), sum(run.placement), cfg.a, step, sync, replace=True)
+        return step, sync
 
     def _run_batch(self, job: JobState, t: str, placement: tuple[int, ...]) -> int:
         """The batch ``job`` runs on ``placement`` of type ``t`` (``update_local_bsz``,

@@ -1,0 +1,221 @@
+"""Sia live (issue #29, item 4): ``ddlsched live --policy sia`` on a cluster file with two GPU
+types of logical GPUs. Each round Sia's ILP picks every job's GPU type and count; jobs are
+stopped (they checkpoint) and restarted on the other type or count; each job learns its GPUs
+and type (``DDLSCHED_GPUS``, ``DDLSCHED_GPU_TYPE``) and, with ``train.py --pace-profiles``,
+runs at its type's profiled speed; Sia's per-type throughput models are refit from the
+measured iteration times (``observe_measured``).
+
+Profiles: small ones of our own in Sia's layout (tests/test_sia_inputs.py), type ``b`` three
+times slower than ``a``. The live run uses plain subprocesses (``--local``), is bounded in
+time, and checks that no process it started is left.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from _processes import cmdlines
+from test_sia_inputs import write_sia_profiles
+
+from ddlsched.core.cluster_io import load_cluster
+from ddlsched.live.executor import gpu_types_of
+from ddlsched.perf.typed_profiles import load_sia_application
+from ddlsched.policies.sia import Sia
+
+ROOT = Path(__file__).resolve().parent.parent
+TRAIN = ROOT / "examples" / "live" / "train.py"
+
+#: per type: (GPUs per node, nodes of a placement, nodes of a scalability row, step-time
+#: factor, local batches) — ``b``'s steps take three times ``a``'s
+TYPES = {"a": (2, 1, 1, 1.0, (8, 16, 32)), "b": (2, 1, 1, 3.0, (8, 16, 32))}
+
+CLUSTER = """name = "live-ab"
+[gpu_types.a]
+speed = 1.0
+[gpu_types.b]
+speed = 1.0
+[[servers]]
+num_gpus = 2
+gpu_type = "a"
+[[servers]]
+num_gpus = 2
+gpu_type = "b"
+"""
+
+
+def _profiles(tmp: Path) -> Path:
+    return write_sia_profiles(tmp / "prof", apps=("alpha",), types=TYPES)
+
+
+def _jobs(tmp: Path, tag: str, profiles: Path, n: int = 4, steps: int = 80) -> Path:
+    """``n`` jobs of application ``alpha``, paced by their type's table (× 4: 0.10 s a step
+    on one ``a`` GPU at batch 32, 0.31 s on ``b``), checkpointing every step."""
+    text = ""
+    for i in range(n):
+        cmd = [
+            sys.executable,
+            "-X",
+            f"tag={tag}",
+            str(TRAIN),
+            *("--steps", str(steps), "--checkpoint-every", "1"),
+            *("--pace", "alpha", "--pace-profiles", str(profiles), "--pace-scale", "4"),
+        ]
+        text += (
+            f'[[jobs]]\njob_id = {i}\narrival = {0.5 * i}\ngpus = 1\napp = "alpha"\n'
+            f"batch_size = 32\ncommand = {json.dumps(cmd)}\n\n"
+        )
+    (tmp / "jobs.toml").write_text(text)
+    return tmp / "jobs.toml"
+
+
+def _ddl(*args: str, timeout: float = 90.0) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ddlsched.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+def _tagged(tag: str) -> list[int]:
+    return [pid for pid, cmd in cmdlines().items() if tag in cmd and pid != os.getpid()]
+
+
+def _attempt_logs(out: Path, job: int) -> list[tuple[int, int | None, int | None]]:
+    """Per attempt of ``job`` (in order): the step it started at, the step it stopped at
+    after checkpointing (None: it was not asked to stop after a step), the last step of a
+    finished run (None: not finished) — from rank 0's log of ``train.py``."""
+    out_rows = []
+    attempts = sorted(
+        (out / "jobs" / str(job)).glob("attempt-*"), key=lambda p: int(p.name.split("-")[1])
+    )
+    for a in attempts:
+        text = (a / "rank-0.log").read_text()
+        start = re.search(r"starting at step (\d+)", text)
+        stop = re.search(r"stopped at step (\d+) \(checkpointed\)", text)
+        done = re.search(r"done: steps (\d+)\.\.(\d+)", text)
+        out_rows.append(
+            (
+                int(start.group(1)) if start else -1,
+                int(stop.group(1)) if stop else None,
+                int(done.group(2)) if done else None,
+            )
+        )
+    return out_rows
+
+
+# ---------------------------------------------------------------------- the pieces
+def test_the_job_is_told_its_gpu_type() -> None:
+    cl = load_cluster("sia-physical-44")  # 3 rtx × 8, 2 dgx-ext × 8, 1 quad × 4
+    assert gpu_types_of(cl, [0, 1]) == "rtx"
+    assert gpu_types_of(cl, [24, 25, 26]) == "dgx-ext"
+    # a policy that mixes types (not Sia): the types in the order of the job's GPUs
+    assert gpu_types_of(cl, [41, 3, 40]) == "rtx,quad"
+
+
+def test_train_py_paces_each_type_by_its_own_table(tmp_path: Path) -> None:
+    """``--pace-profiles DIR`` in Sia's layout: the step lasts the table of the job's GPU type
+    (``DDLSCHED_GPU_TYPE``), so a logical GPU of a slower type runs the job slower."""
+    prof = _profiles(tmp_path)
+    spec = importlib.util.spec_from_file_location("train_example", TRAIN)
+    assert spec is not None and spec.loader is not None
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    on = {t: train.pace_step_time("alpha", 4.0, [0], 2, 32, str(prof), t) for t in ("a", "b")}
+    a = load_sia_application(prof / "alpha", "a")
+    assert on["a"] == pytest.approx(4.0 * a.iteration_time((1,), a.batch_config(1, 32)))
+    assert on["b"] == pytest.approx(3.0 * on["a"])  # b's factor 3 (sync 0 on one GPU)
+    # two GPUs of b on one server, total batch 32: local 16 on placement (2,)
+    b = load_sia_application(prof / "alpha", "b")
+    two = train.pace_step_time("alpha", 1.0, [2, 3], 2, 32, str(prof), "b")
+    assert two == pytest.approx(b.iteration_time((2,), b.batch_config(2, 32)))
+
+
+def test_sia_refits_the_model_of_the_type_the_job_measured_on(tmp_path: Path) -> None:
+    """``Sia.observe_measured``: a live measurement replaces the profile's (step, sync) in the
+    job's model *of the GPU type it runs on* — scaled to one synchronising step, the sync share
+    the type's profile's — and leaves its other types' models alone."""
+    prof = _profiles(tmp_path)
+    apps = {t: load_sia_application(prof / "alpha", t) for t in TYPES}
+    cl = load_cluster(str(_cluster(tmp_path)))
+    agent = Sia()
+    agent.sim = SimpleNamespace(cluster=cl)  # type: ignore[assignment]
+    agent.ex = SimpleNamespace(application_on=lambda job, t: (apps[t], 1.0))  # type: ignore[assignment]
+    job = SimpleNamespace(job_id=7, gpus=[2, 3])  # both GPUs of the b server
+    b = apps["b"]
+    cfg = b.batch_config(2, 32)
+    run = SimpleNamespace(app=apps["a"], cfg=cfg, placement=(2,), job=job)
+    p_step, p_sync = b.step_time((2,), cfg.a)
+    t_iter = b.iteration_time((2,), cfg)
+    step, sync = agent.observe_measured(run, 2.0 * t_iter)  # twice the profile's pace
+    assert step == pytest.approx(2.0 * p_step) and sync == pytest.approx(2.0 * p_sync)
+    fits = agent._fits[7]
+    assert set(fits) == {"b"}
+    assert fits["b"].profile[(1, 2, cfg.a)] == pytest.approx((step, sync))
+    assert fits["b"].params is not None  # refit from the measurement
+    again, _ = agent.observe_measured(run, t_iter)  # a later measurement replaces it
+    assert fits["b"].profile[(1, 2, cfg.a)][0] == pytest.approx(again) == pytest.approx(p_step)
+
+
+def _cluster(tmp: Path) -> Path:
+    (tmp / "cluster.toml").write_text(CLUSTER)
+    return tmp / "cluster.toml"
+
+
+# ---------------------------------------------------------------------- bad input
+def test_a_type_without_a_profile_for_the_jobs_app_is_one_line_and_starts_nothing(
+    tmp_path: Path,
+) -> None:
+    prof = _profiles(tmp_path)
+    for f in ("placements-b.csv", "scalability-b.csv"):
+        (prof / "alpha" / f).unlink()
+    tag = f"ddltest-{uuid.uuid4().hex[:12]}"
+    jobs = _jobs(tmp_path, tag, prof, n=1)
+    out = tmp_path / "out"
+    r = _ddl(
+        *("live", "--local", "--cluster", str(_cluster(tmp_path)), "--workload", str(jobs)),
+        *("--policy", "sia", "--set", f"profiles={prof}", "--quiet", "--out", str(out)),
+        timeout=60,
+    )
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("\n") == 1 and r.stdout == "", r.stderr
+    assert r.stderr.startswith(f"ddlsched: error: {prof / 'alpha'}, field 'profiles': ")
+    assert "no placements-b.csv" in r.stderr and "GPU type 'b' of cluster 'live-ab'" in r.stderr
+    assert not out.exists() and _tagged(tag) == []
+
+
+def test_a_cluster_files_type_profiles_without_the_app_is_one_line(tmp_path: Path) -> None:
+    """The other way to give a type its tables: ``[gpu_types.b] profiles = "DIR"`` (Pollux's
+    layout) — a DIR without the job's application names the cluster file and the field."""
+    prof = _profiles(tmp_path)
+    other = tmp_path / "b-tables" / "other"
+    other.mkdir(parents=True)
+    for f in (prof / "alpha").iterdir():  # a Pollux-layout application folder, 'other'
+        name = f.name.replace("-b.csv", ".csv")
+        if not f.name.endswith("-a.csv"):
+            (other / name).write_text(f.read_text())
+    cluster = _cluster(tmp_path)
+    cluster.write_text(CLUSTER.replace("[gpu_types.b]\n", '[gpu_types.b]\nprofiles = "b-tables"\n'))
+    tag = f"ddltest-{uuid.uuid4().hex[:12]}"
+    jobs = _jobs(tmp_path, tag, prof, n=1)
+    r = _ddl(
+        *("live", "--local", "--cluster", str(cluster), "--workload", str(jobs)),
+        *("--policy", "sia", "--set", f"profiles={prof}", "--quiet"),
+        *("--out", str(tmp_path / "out")),
+        timeout=60,
+    )
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith(f"ddlsched: error: {cluster}, line ")
+    assert "field 'gpu_types.b.profiles'" in r.stderr and "alpha" in r.stderr
+    assert _tagged(tag) == []
