@@ -12,18 +12,20 @@ time, and checks that no process it started is left.
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 import os
 import re
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from _processes import cmdlines
+from _processes import cmdlines, tagged_left
 from test_sia_inputs import write_sia_profiles
 
 from ddlsched.core.cluster_io import load_cluster
@@ -219,3 +221,78 @@ def test_a_cluster_files_type_profiles_without_the_app_is_one_line(tmp_path: Pat
     assert r.stderr.startswith(f"ddlsched: error: {cluster}, line ")
     assert "field 'gpu_types.b.profiles'" in r.stderr and "alpha" in r.stderr
     assert _tagged(tag) == []
+
+
+# ---------------------------------------------------------------------- the live run
+def test_sia_moves_and_resizes_real_jobs_across_gpu_types(tmp_path: Path) -> None:
+    """Four paced jobs on 2 ``a`` + 2 ``b`` logical GPUs under ``sia`` (a round every 3 s):
+    every start names its GPU type; the jobs measure ``b`` three times slower than ``a`` and
+    Sia's models learn it (``measured`` events); some job runs on both types or on two GPU
+    counts (stopped, checkpointed, restarted); every attempt resumes at the step the last one
+    checkpointed and every job ends at its last step (no step lost or repeated); the run
+    passes ``ddlsched check`` and replays under sia, each attempt calibrated on its type's
+    table; nothing is left running."""
+    prof = _profiles(tmp_path)
+    tag = f"ddltest-{uuid.uuid4().hex[:12]}"
+    jobs = _jobs(tmp_path, tag, prof)
+    out = tmp_path / "out"
+    t0 = time.monotonic()
+    try:
+        r = _ddl(
+            *("live", "--local", "--cluster", str(_cluster(tmp_path)), "--workload", str(jobs)),
+            *("--policy", "sia", "--set", f"profiles={prof}", "--set", "interval=3"),
+            *("--set", "rescale_delay=1", "--grace", "5", "--quiet", "--out", str(out)),
+        )
+    finally:
+        assert tagged_left(tag) == []
+    wall = time.monotonic() - t0
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.startswith("ran sia on backend live-profile")
+    ev = [json.loads(x) for x in (out / "events.jsonl").read_text().splitlines()]
+    assert sorted(e["job"] for e in ev if e["event"] == "finish") == [0, 1, 2, 3]
+    starts = [e for e in ev if e["event"] == "start"]
+    type_of = {0: "a", 1: "a", 2: "b", 3: "b"}
+    for e in starts:  # the start names the type, one type per job, that of its GPUs
+        assert e["gpu_type"] == type_of[e["gpus"][0]] and {type_of[g] for g in e["gpus"]} == {
+            e["gpu_type"]
+        }, e
+    ran: dict[int, set[tuple[str, int]]] = {}
+    for e in starts:
+        ran.setdefault(e["job"], set()).add((e["gpu_type"], len(e["gpus"])))
+    changed = {j: s for j, s in ran.items() if len(s) > 1}
+    assert changed, f"no job was moved or resized: {ran}"
+    moved = [j for j, s in ran.items() if len({t for t, _ in s}) > 1]
+    # Sia's models are refit from the jobs' measurements, per type: b's iterations measured
+    # about 3× a's (each job paced by its type's table, DDLSCHED_GPU_TYPE)
+    measured = [e for e in ev if e["event"] == "measured"]
+    one = {t: [e["iteration_s"] for e in measured if e["gpu_type"] == t and e["placement"] == [1]]
+           for t in ("a", "b")}  # fmt: skip
+    assert one["a"] and one["b"], measured
+    ratio = min(one["b"]) / max(one["a"])
+    assert 2.0 < ratio < 4.0, one
+    assert all(
+        e["step_s"] == pytest.approx(e["iteration_s"]) for e in measured if e["placement"] == [1]
+    )
+    # checkpointed progress intact: each attempt starts where the last one stopped
+    for job in range(4):
+        rows = _attempt_logs(out, job)
+        assert rows and rows[0][0] == 0, (job, rows)
+        for (start, stop, done), (nxt, _, _) in zip(rows, rows[1:], strict=False):
+            assert done is None, (job, rows)  # only the last attempt finishes
+            # stopped after a step: resumes there; stopped before its first step (SIGTERM
+            # before the first should_stop): resumes where that attempt had started
+            assert nxt == (stop if stop is not None else start), (job, rows)
+        assert rows[-1][2] == 80, (job, rows)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["attempts_restarted"] >= 1 and summary["failed_jobs"] == 0
+    check = _ddl("check", str(out), timeout=60)
+    assert check.returncode == 0, check.stdout + check.stderr
+    rep = _ddl("replay", str(out), "--policy", "sia", "--quiet", "--out", str(tmp_path / "rp"))
+    assert rep.returncode == 0, rep.stderr
+    assert json.loads((tmp_path / "rp" / "summary.json").read_text())["num_jobs"] == 4
+    # each attempt calibrated on its own type's table: every job's measured steps are the
+    # pace scale (4) × its profile's, the jobs that ran on b included
+    with open(tmp_path / "rp" / "replay-jobs.csv") as f:
+        scales = {int(row["job_id"]): float(row["scale"]) for row in csv.DictReader(f)}
+    assert all(3.4 < x < 4.8 for x in scales.values()), scales
+    print(f"sia live: wall {wall:.1f} s, jobs moved across types {moved}, ran {ran}")
