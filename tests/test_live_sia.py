@@ -296,3 +296,52 @@ def test_sia_moves_and_resizes_real_jobs_across_gpu_types(tmp_path: Path) -> Non
         scales = {int(row["job_id"]): float(row["scale"]) for row in csv.DictReader(f)}
     assert all(3.4 < x < 4.8 for x in scales.values()), scales
     print(f"sia live: wall {wall:.1f} s, jobs moved across types {moved}, ran {ran}")
+
+
+# ---------------------------------------------------------------------- the example
+def test_the_sia_live_example_is_consistent(tmp_path: Path) -> None:
+    """examples/live/sia: the committed profiles are what make_profiles.py writes (our own
+    numbers), the job file's commands exist from the repository root and pace by those
+    profiles, the cluster has the two types, and moves.py counts moves and resizes."""
+    from ddlsched.live.jobfile import check_commands, read_live_jobs
+
+    ex = ROOT / "examples" / "live" / "sia"
+    r = subprocess.run(
+        [sys.executable, str(ex / "make_profiles.py"), str(tmp_path / "p")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr
+    made = sorted(p.relative_to(tmp_path / "p") for p in (tmp_path / "p").rglob("*.csv"))
+    kept = sorted(p.relative_to(ex / "profiles") for p in (ex / "profiles").rglob("*.csv"))
+    assert made == kept and len(made) == 8
+    for f in made:
+        assert (tmp_path / "p" / f).read_text() == (ex / "profiles" / f).read_text(), f
+    cl = load_cluster(str(ex / "cluster.toml"))
+    assert cl.typed and cl.gpu_types == {"a": 2, "b": 2}
+    jobs = read_live_jobs(ex / "jobs.toml")
+    assert len(jobs) == 4 and all(j.app == "alpha" and j.batch_size for j in jobs)
+    assert all("examples/live/sia/profiles" in j.command for j in jobs)
+    check_commands(jobs, str(ex / "jobs.toml"), cwd=str(ROOT))
+    text = (ex / "run.sh").read_text()
+    assert "--policy sia" in text and "--set profiles=examples/live/sia/profiles" in text
+    assert subprocess.run(["sh", "-n", str(ex / "run.sh")], timeout=30).returncode == 0
+    run = tmp_path / "run"
+    run.mkdir()
+    events = [
+        {"event": "start", "job": 0, "gpus": [0], "gpu_type": "a"},
+        {"event": "start", "job": 1, "gpus": [2], "gpu_type": "b"},
+        {"event": "start", "job": 1, "gpus": [2, 3], "gpu_type": "b"},
+        {"event": "start", "job": 1, "gpus": [0], "gpu_type": "a"},
+    ]
+    (run / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    out = subprocess.run(
+        [sys.executable, str(ex / "moves.py"), str(run)], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "job 0: ax1",
+        "job 1: bx1 -> bx2 -> ax1",
+        "moves across GPU types 1, resizes within a type 1",
+    ]
