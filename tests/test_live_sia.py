@@ -273,6 +273,11 @@ def test_sia_moves_and_resizes_real_jobs_across_gpu_types(tmp_path: Path) -> Non
     assert all(
         e["step_s"] == pytest.approx(e["iteration_s"]) for e in measured if e["placement"] == [1]
     )
+    # the model's configuration is the processes': a measurement is of the batch the attempt
+    # was started with (DDLSCHED_BATCH_SIZE), never of a re-tune the processes did not see
+    for m in measured:
+        attempt = [e for e in starts if e["job"] == m["job"] and e["t"] <= m["t"]][-1]
+        assert m["batch"] == int(attempt["batch"]), (m, attempt)
     # checkpointed progress intact: each attempt starts where the last one stopped
     for job in range(4):
         rows = _attempt_logs(out, job)

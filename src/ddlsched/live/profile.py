@@ -85,12 +85,20 @@ class LiveProfileExecutor(ProfileExecutor):
                     job.job_id,
                     placement=list(r.placement),
                     local_batch=r.cfg.a,
+                    batch=r.cfg.M,
                     iteration_s=step,
                     step_s=recorded[0],
                     sync_s=recorded[1],
                     profile_step_s=profile_step,
                     **typed,
                 )
+
+    def _rebatch(self, r: _Run) -> bool:
+        """A running job keeps the batch its processes were started with
+        (``DDLSCHED_BATCH_SIZE``): a policy's re-tune between rounds or epochs (Pollux's,
+        Sia's) would change only the model's configuration, not the processes', and the
+        measured iteration would be read as another batch's. A new batch takes a restart."""
+        return False
 
     def _finish(self, r: _Run, at: float) -> None:
         """The model says the job is done; the job's processes decide (they keep running)."""
