@@ -31,7 +31,7 @@ from test_sia_inputs import write_sia_profiles
 from ddlsched.core.cluster_io import load_cluster
 from ddlsched.live.executor import gpu_types_of
 from ddlsched.perf.typed_profiles import load_sia_application
-from ddlsched.policies.sia import Sia
+from ddlsched.policies.sia import Sia, restart_penalty
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN = ROOT / "examples" / "live" / "train.py"
@@ -167,6 +167,17 @@ def test_sia_refits_the_model_of_the_type_the_job_measured_on(tmp_path: Path) ->
     assert fits["b"].params is not None  # refit from the measurement
     again, _ = agent.observe_measured(run, t_iter)  # a later measurement replaces it
     assert fits["b"].profile[(1, 2, cfg.a)][0] == pytest.approx(again) == pytest.approx(p_step)
+
+
+def test_a_live_jobs_restart_penalty_is_its_applications() -> None:
+    """Sia's penalty goes by the job's name (sia.py:23-35); a live job's name is its command
+    line, so a name without Sia's keys takes its application's; the artifact's names
+    (``<application>-<i>``) keep theirs."""
+    assert restart_penalty("python3 examples/live/train.py --steps 80", "imagenet") == 250.0
+    assert restart_penalty("python3 train_resnet.py", "bert") == 120.0
+    assert restart_penalty("imagenet-3", "imagenet") == 250.0
+    assert restart_penalty("cifar10-0", "imagenet") == 30.0  # the name wins, as in Sia
+    assert restart_penalty("python3 train.py", "alpha") == 30.0
 
 
 def _cluster(tmp: Path) -> Path:

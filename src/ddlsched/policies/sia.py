@@ -78,17 +78,25 @@ CANDIDATES = 50
 MIP_GAP = 1e-4
 
 
-def restart_penalty(name: str) -> float:
-    """Sia's scheduler's restart penalty of a job, by substring of its name (sia.py:23-35)."""
-    for key, seconds in (
-        ("deepspeech", 25.0),
-        ("imagenet", 250.0),
-        ("cifar", 30.0),
-        ("bert", 120.0),
-        ("yolov3", 45.0),
-    ):
-        if key in name:
-            return seconds
+#: Sia's scheduler's restart penalties by substring of the job's name (sia.py:23-35)
+PENALTIES = (
+    ("deepspeech", 25.0),
+    ("imagenet", 250.0),
+    ("cifar", 30.0),
+    ("bert", 120.0),
+    ("yolov3", 45.0),
+)
+
+
+def restart_penalty(name: str, application: str = "") -> float:
+    """Sia's scheduler's restart penalty of a job, by substring of its name (sia.py:23-35);
+    a name that holds none of Sia's keys — a live job's name is its command line — by its
+    ``application`` (the artifact's names, ``<application>-<i>``, always hold their
+    application, so its jobs get the same penalty either way); else 30 s."""
+    for text in (name, application):
+        for key, seconds in PENALTIES:
+            if key in text:
+                return seconds
     return 30.0
 
 
@@ -449,7 +457,7 @@ class Sia:
             prev = self._prev.get(j.job_id)
             if prev is None:
                 continue
-            pen = restart_penalty(j.spec.name or j.spec.application)
+            pen = restart_penalty(j.spec.name or "", j.spec.application or "")
             age = now - j.arrival
             restarts = self._restarts.get(j.job_id, 0)
             factor = restart_factor(age, restarts, pen)
