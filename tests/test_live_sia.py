@@ -180,6 +180,37 @@ def test_a_live_jobs_restart_penalty_is_its_applications() -> None:
     assert restart_penalty("python3 train.py", "alpha") == 30.0
 
 
+def test_a_job_restarted_after_its_model_ended_runs_on(tmp_path: Path) -> None:
+    """A live (or replayed) job's model may run out of epochs before the real job ends; Sia
+    then moves it, and the restart asked its rate at an epoch past the profile's last: "the
+    profiles have no step time there (alpha: epoch 3 outside [0, 2])" ended the run. The
+    model now stays at its end, in its last epoch (``ProfileExecutor._model_ended``). Here
+    through the replay's executor (the live one shares the method): three calibrated jobs
+    whose work outlasts their model by far, moved and resized by sia."""
+    from ddlsched.api import build_simulator
+    from ddlsched.replay_profile import ProfileJob, ReplayProfileBackend
+    from ddlsched.settings import Settings
+
+    prof = _profiles(tmp_path)
+    cl = load_cluster(str(_cluster(tmp_path)))
+    jobs = [ProfileJob(i, 0.5 * i, 1, "alpha", 32, 20_000.0, 4.0, 0.5, 0.5, 0.3) for i in range(3)]
+    settings = Settings.from_mapping({"profiles": str(prof), "interval": 3, "rescale_delay": 1})
+    sim = build_simulator(
+        cl,
+        [j.spec() for j in jobs],
+        "sia",
+        settings=settings,
+        backend=ReplayProfileBackend(jobs, 0.2),
+    )
+    res = sim.run()
+    assert sorted(j.job_id for j in res.jobs) == [0, 1, 2]
+    assert sum(j.preemptions for j in res.jobs) >= 1
+    ex = sim.executor
+    for j in jobs:  # every model ended long before its work: still at its end, last epoch
+        r = ex.runs[j.job_id]
+        assert r.epoch == r.app.max_epochs - 1 and r.progress == r.app.progress_at(r.app.max_epochs)
+
+
 def _cluster(tmp: Path) -> Path:
     (tmp / "cluster.toml").write_text(CLUSTER)
     return tmp / "cluster.toml"

@@ -243,7 +243,9 @@ class ReplayProfileExecutor(ProfileExecutor):
         self.sim.job_finished(job)
 
     def _finish(self, r: _Run, at: float) -> None:
-        """The model says the job is done; its calibrated work decides (as live)."""
+        """The model says the job is done; its calibrated work decides (as live), the model
+        stays at its end (``_model_ended``)."""
+        self._model_ended(r)
 
 
 class ReplayProfileBackend(ProfileBackend):

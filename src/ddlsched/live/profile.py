@@ -39,6 +39,8 @@ class LiveProfileExecutor(ProfileExecutor):
         self.procs = procs
         #: per job, the configuration (placement, micro-batch) last measured for its agent
         self._measured: dict[int, tuple] = {}
+        #: jobs whose model has said they are done (``model_done`` logged)
+        self._model_done: set[int] = set()
         procs.on_done = self._process_done
         procs.batch_of = self._batch
 
@@ -101,8 +103,11 @@ class LiveProfileExecutor(ProfileExecutor):
         return False
 
     def _finish(self, r: _Run, at: float) -> None:
-        """The model says the job is done; the job's processes decide (they keep running)."""
-        if self.procs.log is not None:
+        """The model says the job is done; the job's processes decide (they keep running),
+        the model stays at its end (``_model_ended``): logged once per job."""
+        self._model_ended(r)
+        if self.procs.log is not None and r.job.job_id not in self._model_done:
+            self._model_done.add(r.job.job_id)
             self.procs.log.write(self.sim.now, "model_done", r.job.job_id)
 
     def _process_done(self, job: JobState) -> None:
