@@ -15,6 +15,13 @@ that many samples, so a larger batch means fewer, longer steps — Pollux's and 
 change how long the job runs. Sharing a (logical) GPU does not slow it: the steps are timed, the
 numpy work is small. Without ``--pace`` nothing changes.
 
+With ``--pace-profiles DIR`` APP's profile comes from that profiles directory (as
+``--set profiles=DIR`` reads it) instead of the built-ins; in Sia's layout (per GPU type T a
+``placements-T.csv``) it is the table of the GPU type the job runs on (``DDLSCHED_GPU_TYPE``,
+set on a cluster with declared GPU types), so on logical GPUs a job runs slower on a slower type
+exactly as the type's profile says — the speed Sia's scheduler then measures (docs/live.md
+"Sia live").
+
 Run it by hand (no scheduler; add --checkpoint-dir to try resuming)::
 
     python3 examples/live/train.py --steps 200 --step-time 0.01
@@ -140,6 +147,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--pace-scale", type=float, default=1.0, help="× the profile's step time (default 1)"
     )
     ap.add_argument(
+        "--pace-profiles",
+        default=None,
+        metavar="DIR",
+        help="take APP's profile from DIR (Sia's layout: the table of $DDLSCHED_GPU_TYPE)",
+    )
+    ap.add_argument(
         "--gpus-per-server",
         type=int,
         default=2,
@@ -168,13 +181,39 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def pace_step_time(app_name: str, scale: float, gpus: list[int], per_server: int, batch: int):
+def pace_application(app_name: str, profiles: str | None, gpu_type: str | None):
+    """APP's profile for ``--pace``: the built-in one, or from the ``profiles`` directory —
+    in Sia's layout the table of ``gpu_type`` (of several types, comma-separated: the first
+    type's; ddlsched's own type-blind tables where no type is given)."""
+    if profiles is None:
+        from ddlsched.perf.builtin_apps import builtin_profiles
+
+        return builtin_profiles()[app_name]
+    from ddlsched.perf.typed_profiles import (
+        is_typed_profiles,
+        load_profiles,
+        load_sia_application,
+    )
+
+    if gpu_type and is_typed_profiles(profiles):
+        return load_sia_application(Path(profiles) / app_name, gpu_type.split(",")[0])
+    return load_profiles(profiles)[app_name]
+
+
+def pace_step_time(
+    app_name: str,
+    scale: float,
+    gpus: list[int],
+    per_server: int,
+    batch: int,
+    profiles: str | None = None,
+    gpu_type: str | None = None,
+):
     """Seconds per step of ``--pace``: ``scale`` × the profile's iteration time of the
     configuration ``batch_config(R, batch)`` on the placement of ``gpus`` (GPUs per server, in
-    the order of their servers), as ddlsched's profile executor computes it."""
-    from ddlsched.perf.builtin_apps import builtin_profiles
-
-    app = builtin_profiles()[app_name]
+    the order of their servers), as ddlsched's profile executor computes it (a micro-batch
+    above the placement's measured limit accumulates, as the executor runs Sia's profiles)."""
+    app = pace_application(app_name, profiles, gpu_type)
     placement: list[int] = []
     last = None
     for g in sorted(gpus):
@@ -185,6 +224,10 @@ def pace_step_time(app_name: str, scale: float, gpus: list[int], per_server: int
             placement.append(1)
             last = server
     cfg = app.batch_config(len(gpus), batch)
+    if app.max_nodes is not None and cfg.a > app.max_local_at(placement):
+        from ddlsched.core.profileexec import accumulated_config
+
+        cfg = accumulated_config(app, len(gpus), batch, app.max_local_at(placement))
     return scale * app.iteration_time(tuple(placement), cfg)
 
 
@@ -210,7 +253,15 @@ def main(argv: list[str] | None = None) -> int:
     pace = None
     if args.pace:
         gpus = live.gpus() or list(range(world))
-        pace = pace_step_time(args.pace, args.pace_scale, gpus, args.gpus_per_server, batch)
+        pace = pace_step_time(
+            args.pace,
+            args.pace_scale,
+            gpus,
+            args.gpus_per_server,
+            batch,
+            args.pace_profiles,
+            live.gpu_type(),
+        )
 
     def finished() -> bool:
         if args.samples is not None:

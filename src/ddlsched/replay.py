@@ -145,6 +145,9 @@ def _calibrate_profile(
 ) -> None:
     """``live``'s jobs calibrated in their profiles' units (``replay_profile``): their apps and
     batches from the live run's job file, the profiles of its settings."""
+    from types import SimpleNamespace
+
+    from .backends.profile import type_applications
     from .live.jobfile import read_live_jobs
     from .perf.builtin_apps import builtin_profiles
     from .perf.typed_profiles import load_profiles
@@ -167,10 +170,33 @@ def _calibrate_profile(
         )
     settings = live.config.get("settings") or {}
     profiles = settings.get("profile", {}).get("profiles") if isinstance(settings, dict) else ""
-    apps = load_profiles(profiles) if profiles else builtin_profiles()
+    apps = dict(load_profiles(profiles) if profiles else builtin_profiles())
     _, cl = _cluster(live, cluster)
+    # GPU types with their own profiles (a Sia-layout directory, a cluster file's
+    # [gpu_types.T] profiles): each attempt is calibrated on its type's, as the run used them
+    needed = [SimpleNamespace(application=a) for a, _ in live_jobs.values() if a]
+    type_apps = type_applications(cl, needed, apps, profiles or "")  # type: ignore[arg-type]
+    for a in sorted({n.application for n in needed} - set(apps)):
+        # only per-type tables (Sia's layout): the cluster's first type's are the default
+        typed = [type_apps[t][a] for t in cl.gpu_types if a in type_apps.get(t, {})]
+        if not typed:
+            raise InputError(
+                f"the live run's application {a!r} has no profile in "
+                f"{profiles or 'the built-in profiles'}",
+                source=source,
+                field="settings.profile.profiles",
+            )
+        apps[a] = typed[0]
     calibrated, live.restarts, live.stops = calibrate_profile(
-        measured, events, live.summary, live_jobs, apps, cl.gpu_server, poll
+        measured,
+        events,
+        live.summary,
+        live_jobs,
+        apps,
+        cl.gpu_server,
+        poll,
+        type_apps=type_apps,
+        gpu_types=tuple(cl.gpu_type(g) for g in range(cl.num_gpus)),
     )
     live.profile = calibrated
     live.jobs = [j.spec() for j in calibrated]

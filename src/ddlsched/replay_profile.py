@@ -105,8 +105,26 @@ def placement_of(gpus: list[int] | tuple[int, ...], gpu_server: tuple[int, ...])
 
 
 def iteration_time(app, gpus, batch: int, gpu_server: tuple[int, ...]) -> float:
-    """The profile's seconds per step of ``batch_config(len(gpus), batch)`` on ``gpus``."""
-    return app.iteration_time(placement_of(gpus, gpu_server), app.batch_config(len(gpus), batch))
+    """The profile's seconds per step of ``batch_config(len(gpus), batch)`` on ``gpus`` (with
+    Sia's per-placement local-batch limit where the profile has one: a larger micro-batch
+    accumulates, as ``train.py --pace`` and the executor run it)."""
+    placement = placement_of(gpus, gpu_server)
+    cfg = app.batch_config(len(gpus), batch)
+    if getattr(app, "max_nodes", None) is not None and cfg.a > app.max_local_at(placement):
+        from .core.profileexec import accumulated_config
+
+        cfg = accumulated_config(app, len(gpus), batch, app.max_local_at(placement))
+    return app.iteration_time(placement, cfg)
+
+
+def app_on(apps: dict, type_apps: dict, gpu_types: tuple[str, ...], name: str, gpus) -> object:
+    """``name``'s profile on ``gpus``: the own profile of their (first GPU's) type if that type
+    has one, else the default profile."""
+    if gpus and type_apps:
+        own = type_apps.get(gpu_types[min(gpus)], {}).get(name)
+        if own is not None:
+            return own
+    return apps[name]
 
 
 def write_profile_jobs(jobs: list[ProfileJob], path: Path) -> None:
@@ -176,7 +194,9 @@ class ReplayProfileExecutor(ProfileExecutor):
         r, w, c = self.runs[job.job_id], self.work[job.job_id], self.calibrated[job.job_id]
         assert r.cfg is not None
         batch = r.cfg.M  # what the live program is given (DDLSCHED_BATCH_SIZE)
-        w.step = c.scale * iteration_time(r.app, job.gpus, batch, self.sim.cluster.gpu_server)
+        own = r.typed.get(r.cfg_type) if r.cfg_type is not None else None  # its type's profile
+        app = r.app if own is None else own
+        w.step = c.scale * iteration_time(app, job.gpus, batch, self.sim.cluster.gpu_server)
         w.pace = w.step / batch
         w.since = self.sim.now + (c.restart_delay if w.started else c.first_startup)
         w.started = w.running = True
@@ -223,7 +243,9 @@ class ReplayProfileExecutor(ProfileExecutor):
         self.sim.job_finished(job)
 
     def _finish(self, r: _Run, at: float) -> None:
-        """The model says the job is done; its calibrated work decides (as live)."""
+        """The model says the job is done; its calibrated work decides (as live), the model
+        stays at its end (``_model_ended``)."""
+        self._model_ended(r)
 
 
 class ReplayProfileBackend(ProfileBackend):
@@ -273,10 +295,16 @@ def calibrate_profile(
     apps: dict,
     gpu_server: tuple[int, ...],
     poll: float,
+    *,
+    type_apps: dict | None = None,
+    gpu_types: tuple[str, ...] = (),
 ) -> tuple[list[ProfileJob], dict[int, list[float]], dict[int, list[float]]]:
     """The finished jobs of a live app run as ``ProfileJob``s (module docstring), and per job
     the restart start-ups and stops measured. ``live_jobs``: job id → (app, batch_size) from
-    the live run's job file; ``events``: per job its ``replay.JobEvents``."""
+    the live run's job file; ``events``: per job its ``replay.JobEvents``; ``type_apps``: GPU
+    type → its own profiles (``gpu_types``: each GPU's type), which an attempt on GPUs of
+    that type is calibrated on."""
+    typed = type_apps or {}
 
     @dataclass
     class Seen:
@@ -288,7 +316,6 @@ def calibrate_profile(
     seen: dict[int, Seen] = {}
     for job, _arrival, _gpus, _duration in measured:
         app_name, batch0 = live_jobs[job]
-        app = apps[app_name]
         ev = events.get(job)
         s = seen[job] = Seen(startups=[])
         if ev is None:
@@ -300,6 +327,7 @@ def calibrate_profile(
                 continue
             batch = a.batch or batch0
             gpus = a.gpus or tuple(range(_gpus))
+            app = app_on(apps, typed, gpu_types, app_name, gpus)
             t_iter = iteration_time(app, gpus, batch, gpu_server)
             if a.stop_asked is not None and a.stop_step is not None:
                 end_t, end_step = a.stop_asked, a.stop_step

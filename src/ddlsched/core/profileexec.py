@@ -752,6 +752,16 @@ class ProfileExecutor:
         if self._rebatch(r):
             self._retime(r)
 
+    def _model_ended(self, r: _Run) -> None:
+        """The model ran out of epochs while the job's real work goes on (live, replay): it
+        stays at its end, in its last epoch, so its rates and gradient statistics stay
+        defined (a restart on other GPUs asks them) and its remaining time is 0; a restart
+        re-times it to that end at once (progress frozen there: rate 0 until then)."""
+        last = r.app.max_epochs
+        r.epoch = last - 1
+        r.progress = r.app.progress_at(last)
+        r.rate = 0.0
+
     def _finish(self, r: _Run, at: float) -> None:
         at = min(at, self.sim.now)  # a rounded sub-step second never passes the boundary
         self._leave(r, at)

@@ -45,6 +45,7 @@ __all__ = [
     "batch_size",
     "checkpoint_dir",
     "done_communicating",
+    "gpu_type",
     "gpus",
     "job_id",
     "load_checkpoint",
@@ -66,6 +67,8 @@ ENV_CHECKPOINT_DIR = "DDLSCHED_CHECKPOINT_DIR"
 ENV_PROGRESS = "DDLSCHED_PROGRESS"
 ENV_STOP = "DDLSCHED_STOP"
 ENV_BATCH_SIZE = "DDLSCHED_BATCH_SIZE"
+#: the GPU type of the job's GPUs, on a cluster with declared GPU types (``[gpu_types]``)
+ENV_GPU_TYPE = "DDLSCHED_GPU_TYPE"
 #: the scheduler's communication channel: a Unix socket path (``live/channel.py``)
 ENV_COMM = "DDLSCHED_COMM"
 
@@ -132,6 +135,13 @@ def gpus() -> list[int]:
         if part.isdigit():
             out.append(int(part))
     return out
+
+
+def gpu_type() -> str | None:
+    """The GPU type of the job's GPUs (``DDLSCHED_GPU_TYPE``), or None where the cluster
+    declares no GPU types or outside ddlsched. A policy that gives a job GPUs of several
+    types (not Sia) makes it the types in the order of the job's GPUs, comma-separated."""
+    return os.environ.get(ENV_GPU_TYPE, "").strip() or None
 
 
 def checkpoint_dir() -> str | None:

@@ -47,6 +47,7 @@ from ..core.state import DONE
 from .launchers.base import LOST, JobPoll, Launcher, LaunchError, WorkerSpec
 
 if TYPE_CHECKING:  # pragma: no cover
+    from ..core.cluster import Cluster
     from ..core.simulator import Simulator
     from ..core.state import JobState
     from .channel import CommChannel
@@ -73,6 +74,17 @@ BACKOFF_FIRST, BACKOFF_MAX = 1.0, 60.0
 def restart_backoff(failures: int) -> float:
     """Seconds to wait before restarting a job that has failed ``failures`` times (≥ 1)."""
     return min(BACKOFF_FIRST * 2.0 ** max(failures - 1, 0), BACKOFF_MAX)
+
+
+def gpu_types_of(cluster: Cluster, gpus: list[int]) -> str:
+    """``DDLSCHED_GPU_TYPE`` of a job on ``gpus``: the GPU type of its GPUs, or — a job whose
+    GPUs are of several types — the types in the order of its GPUs, comma-separated."""
+    out: list[str] = []
+    for g in sorted(gpus):
+        t = cluster.gpu_type(g)
+        if t not in out:
+            out.append(t)
+    return ",".join(out)
 
 
 class EventLog:
@@ -235,7 +247,10 @@ class LiveExecutor:
                 job.job_id, servers, svc=self.remaining_alone(job) * len(job.gpus)
             )
         batch = workers[0].env.get("DDLSCHED_BATCH_SIZE")
-        self._event("start", job, gpus=list(job.gpus), attempt=r.attempt, batch=batch)
+        typed = {}
+        if "DDLSCHED_GPU_TYPE" in workers[0].env:
+            typed["gpu_type"] = workers[0].env["DDLSCHED_GPU_TYPE"]
+        self._event("start", job, gpus=list(job.gpus), attempt=r.attempt, batch=batch, **typed)
 
     def stop(self, job: JobState) -> bool:
         """Ask ``job``'s processes to stop (stop file + SIGTERM; SIGKILL once ``grace`` is
@@ -531,6 +546,8 @@ class LiveExecutor:
             env["DDLSCHED_BATCH_SIZE"] = str(batch)
         if self.channel is not None:
             env["DDLSCHED_COMM"] = str(Path(self.channel.path).resolve())
+        if cluster.typed:  # declared GPU types (a cluster file's [gpu_types]): the job's type
+            env["DDLSCHED_GPU_TYPE"] = gpu_types_of(cluster, gpus)
         # a GPU-sharing policy puts up to k jobs on a GPU: each worker claims 1/k of it
         share = 1.0 / max(self.sim.max_jobs_per_gpu or 1, 1)
         out = []

@@ -39,6 +39,8 @@ class LiveProfileExecutor(ProfileExecutor):
         self.procs = procs
         #: per job, the configuration (placement, micro-batch) last measured for its agent
         self._measured: dict[int, tuple] = {}
+        #: jobs whose model has said they are done (``model_done`` logged)
+        self._model_done: set[int] = set()
         procs.on_done = self._process_done
         procs.batch_of = self._batch
 
@@ -75,22 +77,37 @@ class LiveProfileExecutor(ProfileExecutor):
             self._measured[job.job_id] = key
             recorded = agent.observe_measured(r, step)
             if self.procs.log is not None:
-                profile_step = r.app.step_time(r.placement, r.cfg.a)[0]
+                # the profile of the GPU type the job runs on, where the type has its own
+                own = r.typed.get(r.cfg_type) if r.cfg_type is not None else None
+                typed = {} if own is None else {"gpu_type": r.cfg_type}
+                profile_step = (own or r.app).step_time(r.placement, r.cfg.a)[0]
                 self.procs.log.write(
                     self.sim.now,
                     "measured",
                     job.job_id,
                     placement=list(r.placement),
                     local_batch=r.cfg.a,
+                    batch=r.cfg.M,
                     iteration_s=step,
                     step_s=recorded[0],
                     sync_s=recorded[1],
                     profile_step_s=profile_step,
+                    **typed,
                 )
 
+    def _rebatch(self, r: _Run) -> bool:
+        """A running job keeps the batch its processes were started with
+        (``DDLSCHED_BATCH_SIZE``): a policy's re-tune between rounds or epochs (Pollux's,
+        Sia's) would change only the model's configuration, not the processes', and the
+        measured iteration would be read as another batch's. A new batch takes a restart."""
+        return False
+
     def _finish(self, r: _Run, at: float) -> None:
-        """The model says the job is done; the job's processes decide (they keep running)."""
-        if self.procs.log is not None:
+        """The model says the job is done; the job's processes decide (they keep running),
+        the model stays at its end (``_model_ended``): logged once per job."""
+        self._model_ended(r)
+        if self.procs.log is not None and r.job.job_id not in self._model_done:
+            self._model_done.add(r.job.job_id)
             self.procs.log.write(self.sim.now, "model_done", r.job.job_id)
 
     def _process_done(self, job: JobState) -> None:

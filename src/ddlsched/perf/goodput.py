@@ -99,7 +99,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .fitting import ThroughputParams
-from .profiles import EPS, Application
+from .profiles import EPS, Application, BatchConfig
 
 #: Candidate total batches per :meth:`JobGoodput.optimize` (``geomspace``'s default; gp:91-145).
 CANDIDATES = 50
@@ -119,6 +119,21 @@ PRIOR_INTER = 1.1
 
 _PACK_PARAMS = struct.Struct("7d").pack
 _PACK_GRAD = struct.Struct("2d").pack
+
+
+def measured_step(
+    app: Application, placement: tuple[int, ...], cfg: BatchConfig, iteration_time: float
+) -> tuple[float, float]:
+    """(step, sync) of one synchronising micro-step from a measured iteration (live mode): a
+    goodput model's rows are per synchronising micro-step, and an iteration is ``k``
+    accumulation micro-steps more (T_iter = step + k·(step − sync), §2); the measured
+    iteration is scaled by ``app``'s step ÷ iteration for that configuration, and the sync
+    share of the step is ``app``'s."""
+    p_step, p_sync = app.step_time(placement, cfg.a)
+    p_iter = app.iteration_time(placement, cfg)
+    step = iteration_time * (p_step / p_iter) if p_iter > 0 else iteration_time
+    sync = step * (p_sync / p_step) if p_step > 0 else 0.0
+    return step, sync
 
 
 def max_replicas(app: Application, profiled_max: int) -> int:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.protocols import JobConfig, ProfileEstimates
-from ..perf.goodput import JobGoodput, max_replicas
+from ..perf.goodput import JobGoodput, max_replicas, measured_step
 from .pollux_compile import compile_pending
 from .pollux_search import RoundProblem, compiled_search_ready, search
 
@@ -130,12 +130,9 @@ class Pollux:
         more (T_iter = step + k·(step − sync), §2): the measured iteration is scaled by the
         profile's step ÷ iteration for that configuration, and the sync share of the step is
         the profile's. Returns the (step, sync) recorded."""
-        app, cfg = run.app, run.cfg
+        cfg = run.cfg
         assert cfg is not None
-        p_step, p_sync = app.step_time(run.placement, cfg.a)
-        p_iter = app.iteration_time(run.placement, cfg)
-        step = iteration_time * (p_step / p_iter) if p_iter > 0 else iteration_time
-        sync = step * (p_sync / p_step) if p_step > 0 else 0.0
+        step, sync = measured_step(run.app, run.placement, cfg, iteration_time)
         self._model(run.job).observe(
             len(run.placement), sum(run.placement), cfg.a, step, sync, replace=True
         )

@@ -53,7 +53,7 @@ import numpy as np
 
 from ..core.protocols import JobConfig, ProfileEstimates
 from ..core.sia_clusters import SIA_MAX_PHYSICAL_NODES
-from ..perf.goodput import EPS, JobGoodput, grad_gain, iteration_times
+from ..perf.goodput import EPS, JobGoodput, grad_gain, iteration_times, measured_step
 from ..perf.profiles import node_runs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -78,17 +78,25 @@ CANDIDATES = 50
 MIP_GAP = 1e-4
 
 
-def restart_penalty(name: str) -> float:
-    """Sia's scheduler's restart penalty of a job, by substring of its name (sia.py:23-35)."""
-    for key, seconds in (
-        ("deepspeech", 25.0),
-        ("imagenet", 250.0),
-        ("cifar", 30.0),
-        ("bert", 120.0),
-        ("yolov3", 45.0),
-    ):
-        if key in name:
-            return seconds
+#: Sia's scheduler's restart penalties by substring of the job's name (sia.py:23-35)
+PENALTIES = (
+    ("deepspeech", 25.0),
+    ("imagenet", 250.0),
+    ("cifar", 30.0),
+    ("bert", 120.0),
+    ("yolov3", 45.0),
+)
+
+
+def restart_penalty(name: str, application: str = "") -> float:
+    """Sia's scheduler's restart penalty of a job, by substring of its name (sia.py:23-35);
+    a name that holds none of Sia's keys — a live job's name is its command line — by its
+    ``application`` (the artifact's names, ``<application>-<i>``, always hold their
+    application, so its jobs get the same penalty either way); else 30 s."""
+    for text in (name, application):
+        for key, seconds in PENALTIES:
+            if key in text:
+                return seconds
     return 30.0
 
 
@@ -327,6 +335,26 @@ class Sia:
             m = fits[t] = JobGoodput(app)
         m.observe(len(run.placement), sum(run.placement), cfg.a, step, sync)
 
+    def observe_measured(self, run: ProfileRun, iteration_time: float) -> tuple[float, float]:
+        """A real measurement (live mode: seconds per iteration from the job's progress
+        reports) of the configuration ``run`` runs replaces the profile's in the job's model
+        *of its GPU type*, which is refit (``ObservesMeasured``, as Pollux's): the iteration
+        is scaled to one synchronising micro-step by that type's profile (step ÷ iteration),
+        the sync share is the type's profile's. Projections to the types where the job has
+        not run follow from the refit model. Returns the (step, sync) recorded."""
+        cfg = run.cfg
+        assert cfg is not None
+        job = run.job
+        t = self._type_of(self.sim, job)
+        app, _ = self.ex.application_on(job, t)
+        step, sync = measured_step(app, run.placement, cfg, iteration_time)
+        fits = self._fits.setdefault(job.job_id, {})
+        m = fits.get(t)
+        if m is None:
+            m = fits[t] = JobGoodput(app)
+        m.observe(len(run.placement), sum(run.placement), cfg.a, step, sync, replace=True)
+        return step, sync
+
     def _run_batch(self, job: JobState, t: str, placement: tuple[int, ...]) -> int:
         """The batch ``job`` runs on ``placement`` of type ``t`` (``update_local_bsz``,
         job.py:317-386): its model's best up to the application's max_bsz within the
@@ -429,7 +457,7 @@ class Sia:
             prev = self._prev.get(j.job_id)
             if prev is None:
                 continue
-            pen = restart_penalty(j.spec.name or j.spec.application)
+            pen = restart_penalty(j.spec.name or "", j.spec.application or "")
             age = now - j.arrival
             restarts = self._restarts.get(j.job_id, 0)
             factor = restart_factor(age, restarts, pen)
