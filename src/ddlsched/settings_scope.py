@@ -87,7 +87,8 @@ _SHARING_ANY = (
 )
 _GAVEL = (
     "gavel-fifo, gavel-fifo-perf, max-min-fairness, max-min-fairness-perf, "
-    "finish-time-fairness, finish-time-fairness-perf, min-total-duration-perf"
+    "finish-time-fairness, finish-time-fairness-perf, min-total-duration-perf; "
+    "gavel_round also gavel-tunedjobs"
 )
 
 
@@ -144,8 +145,12 @@ SCOPES: dict[str, Rule] = {
     "ground_truth": (_PROFILE, _not_trace),
     "semantics": (_PROFILE, _not_trace),
     "interval": (
-        "to the tiresias, pollux and sia policies and to semantics=rounds",
-        lambda r: _reads("interval")(r) or (r.kind == PROFILE and r.rounds),
+        "to the tiresias, pollux and sia policies and to semantics=rounds (but not with "
+        "gavel-tunedjobs, whose rounds are gavel_round)",
+        lambda r: (
+            _reads("interval")(r)
+            or (r.kind == PROFILE and r.rounds and not _reads("gavel_round")(r))
+        ),
     ),
     "rescale_delay": (_PROFILE, _not_trace),
     "calibration": (_PROFILE, _not_trace),

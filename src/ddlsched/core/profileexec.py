@@ -20,29 +20,20 @@ Two semantics (``--set semantics=``):
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
-from ..perf.profiles import node_runs
+from ..perf.profiles import (
+    accumulated_config,
+    compact_placement,
+    node_runs,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..perf.profiles import Application, BatchConfig
     from .protocols import JobAgent, JobConfig
     from .simulator import Simulator
     from .state import JobState
-
-
-def accumulated_config(app: Application, replicas: int, batch: int, limit: int) -> BatchConfig:
-    """Gradient accumulation with micro-batches of at most ``limit`` samples per replica (Luo
-    Eq. 7's sub-batch B/s): s = ⌈local/limit⌉ steps; M stays within the validated range."""
-    from ..perf.profiles import EPS, BatchConfig
-
-    local = math.ceil(batch / replicas - EPS)
-    k = max(math.ceil(local / limit - EPS) - 1, 0)
-    a = math.ceil(local / (k + 1) - EPS)
-    a = min(a, int(app.max_bsz / (replicas * (k + 1))))
-    return BatchConfig(local=local, accum=k, a=a, M=replicas * a * (k + 1))
 
 
 def rate_at(app, placement, cfg, epoch: int, speed: float) -> float:
@@ -144,12 +135,6 @@ class _Run:
         self.ver = 0
         self.running = False
         self.since = 0.0
-
-
-def compact_placement(num_gpus: int, per_server: int) -> tuple[int, ...]:
-    """The most consolidated placement tuple of ``num_gpus`` on servers of ``per_server``."""
-    full, rest = divmod(num_gpus, per_server)
-    return (per_server,) * full + ((rest,) if rest else ())
 
 
 def placement_tuple(gpus: tuple[int, ...], gpu_server: tuple[int, ...]) -> tuple[int, ...]:

@@ -81,6 +81,15 @@ class Periodic(RoundHook, Protocol):
 
 
 @runtime_checkable
+class RoundLength(Protocol):
+    """A policy whose rounds are the engine's step under ``semantics=rounds``: the engine
+    advances jobs ``round_length`` seconds per round instead of the ``interval`` setting (Sia's
+    Gavel: 360 s rounds, where Sia's and Pollux's are 60 s)."""
+
+    round_length: float
+
+
+@runtime_checkable
 class SummaryExtras(Protocol):
     """A policy that adds keys to ``summary.json`` at the end of the run."""
 
