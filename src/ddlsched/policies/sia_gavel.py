@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..core.protocols import ProfileEstimates
+from ..errors import InputError
 from ..perf.profiles import accumulated_config, compact_placement, node_runs
 from .gavel import assign_workers, gavel_priority, take_in_order
 from .gavel_lp import max_sum_throughput_perf
@@ -93,6 +94,16 @@ def oracle_throughput(
     if not t_iter > 0:
         raise ValueError(f"{app.name}: no positive iteration time on {placement}")
     return 1.0 / t_iter / slowdown
+
+
+def run_order(priority: np.ndarray, allocation: np.ndarray) -> list[tuple[int, int]]:
+    """(job row, type column) pairs in the order the artifact's greedy pass visits them
+    (gavel.py:296-306): every pair of every type, sorted together by (priority, deficit = 0,
+    X) descending; equal keys in type order, then job order (a stable sort)."""
+    jobs, types = priority.shape
+    entries = [(i, k) for k in range(types) for i in range(jobs)]
+    entries.sort(key=lambda e: (priority[e], 0.0, allocation[e]), reverse=True)
+    return entries
 
 
 @dataclass
@@ -156,6 +167,15 @@ class GavelTunedJobs:
             configurations(self.per_node[k], len(self._servers[k]))[-1][1]
             for k in range(len(self.types))
         ]
+        biggest = max(self.counts)
+        for job in sim.jobs:
+            if job.num_gpus > biggest:
+                raise InputError(
+                    f"job {job.job_id} ({job.num_gpus} GPUs) fits on no GPU type of this "
+                    f"cluster (most GPUs of a type: {biggest}): Gavel runs a job on GPUs of one "
+                    "type, at its workload GPU count",
+                    field="workload",
+                )
         self._half = self.round_length / 2.0
         self._job_time: dict[int, list[float]] = {}
         self._cluster_time = [0.0] * len(self.types)
@@ -210,11 +230,9 @@ class GavelTunedJobs:
                 for i, j in enumerate(jobs)
             ]
         )
-        entries = [(i, k) for k in range(K) for i in range(len(jobs))]
-        entries.sort(key=lambda e: (P[e], 0.0, X[e]), reverse=True)
         gpus = {j.job_id: j.num_gpus for j in jobs}
         scheduled = take_in_order(
-            ((jobs[i].job_id, k) for i, k in entries), range(K), list(self.counts), gpus
+            ((jobs[i].job_id, k) for i, k in run_order(P, X)), range(K), list(self.counts), gpus
         )
         new = assign_workers(range(K), scheduled, self._servers, self._assign)
         self._assign = new
