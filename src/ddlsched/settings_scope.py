@@ -87,8 +87,7 @@ _SHARING_ANY = (
 )
 _GAVEL = (
     "gavel-fifo, gavel-fifo-perf, max-min-fairness, max-min-fairness-perf, "
-    "finish-time-fairness, finish-time-fairness-perf, min-total-duration-perf; "
-    "gavel_round also gavel-tunedjobs"
+    "finish-time-fairness, finish-time-fairness-perf, min-total-duration-perf"
 )
 
 
@@ -163,10 +162,8 @@ SCOPES: dict[str, Rule] = {
     "tiresias_thresholds": ("with the tiresias policy", _reads("tiresias_thresholds")),
     "pollux_ncf_batch": ("with the pollux policy", _reads("pollux_ncf_batch")),
     **{k: ("with the sia policy", _reads(k)) for k in ("sia_p", "sia_lambda_n", "sia_lambda_a")},
-    **{
-        k: (f"with Gavel's policies ({_GAVEL})", _reads(k))
-        for k in ("gavel_round", "gavel_reset_interval")
-    },
+    "gavel_round": (f"with Gavel's policies ({_GAVEL}) and gavel-tunedjobs", _reads("gavel_round")),
+    "gavel_reset_interval": (f"with Gavel's policies ({_GAVEL})", _reads("gavel_reset_interval")),
     "gavel_fifo_quirk": ("with the gavel-fifo policy", _reads("gavel_fifo_quirk")),
     "gpu_type_aware": (
         "with the fifo and sjf policies on trace jobs",
