@@ -17,6 +17,7 @@ from ddlsched.api import simulate
 from ddlsched.cli import main
 from ddlsched.core.cluster_io import load_cluster
 from ddlsched.core.job import JobSpec, ModelProfile
+from ddlsched.core.protocols import JobConfig
 from ddlsched.perf.typed_profiles import load_type_profiles
 from ddlsched.policies.gavel import gavel_priority, take_in_order
 from ddlsched.policies.gavel_lp import max_sum_throughput_perf
@@ -224,3 +225,50 @@ def test_input_errors_are_one_line(tmp_path, capsys, extra, rows, field) -> None
 def test_listed(capsys) -> None:
     assert main(["list"]) == 0
     assert "gavel-tunedjobs" in capsys.readouterr().out
+
+
+class _Mover:
+    """Starts job 0 on node 0's GPUs of ``sia-64`` (aws, 4 per node) at the first round,
+    then moves it to node 1 at the second with ``config``."""
+
+    name = "mover"
+
+    def __init__(self, config: JobConfig | None, move: bool = True) -> None:
+        self.config, self.move, self.calls = config, move, 0
+
+    def attach(self, sim) -> None:
+        pass
+
+    def schedule(self, sim) -> None:
+        pass
+
+    def on_round(self, sim) -> None:
+        self.calls += 1
+        if self.calls == 1 and sim.queue:
+            sim.start(sim.queue[0], [0, 1, 2, 3])
+        elif self.calls == 2 and self.move and sim.running:
+            job = next(iter(sim.running.values()))
+            sim.preempt(job)
+            sim.start(job, [4, 5, 6, 7], self.config)
+
+
+def test_a_start_with_restart_delay_zero_costs_nothing(tmp_path) -> None:
+    """``JobJobConfig(restart_delay=0)``: the move to other GPUs of the same shape (Sia's
+    simulator's free re-allocation, cluster.py:184-215) costs no time; without it the move
+    costs the restart delay (here 30 s); a negative one is refused."""
+    from ddlsched.errors import ScheduleError
+
+    root = write_sia_profiles(tmp_path / "t", apps=("alpha",), epoch_progress=2e4)
+    spec = JobSpec(0, 0.0, 4, 0, MODEL, application="alpha", batch_size=128)
+    cl = load_cluster("sia-64")
+    sets = {"profiles": str(root), "semantics": "rounds", "rescale_delay": 30.0}
+
+    def jct(policy) -> float:
+        (job,) = simulate(cl, [spec], policy, settings=sets).jobs
+        return job.jct
+
+    still = jct(_Mover(None, move=False))
+    assert jct(_Mover(JobConfig(restart_delay=0.0))) == pytest.approx(still)
+    assert jct(_Mover(None)) == pytest.approx(still + 30.0)
+    with pytest.raises((ScheduleError, RuntimeError), match="restart_delay"):
+        jct(_Mover(JobConfig(restart_delay=-1.0)))

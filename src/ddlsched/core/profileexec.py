@@ -20,9 +20,10 @@ Two semantics (``--set semantics=``):
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
-from ..errors import InputError
+from ..errors import InputError, ScheduleError
 from ..perf.profiles import (
     accumulated_config,
     compact_placement,
@@ -176,6 +177,8 @@ class ProfileExecutor:
         self.micro_limit: dict[int, int] = {}
         #: total batch chosen by an elastic policy (Pollux) for a job's next start, by job id
         self.batch_override: dict[int, int] = {}
+        #: seconds without progress a policy chose for a job's next start, by job id
+        self.delay_override: dict[int, float] = {}
         #: an elastic policy's job agent (observations and batch re-tuning between epochs)
         self.agent: JobAgent | None = None
         #: GPU type → its own measured profiles (a cluster file's ``[gpu_types.T] profiles``):
@@ -356,11 +359,18 @@ class ProfileExecutor:
     # ------------------------------------------------------------------ what policies tell it
     def configure(self, job: JobState, config: JobConfig) -> None:
         """``job`` runs with ``config`` from its next start (``sim.start(job, gpus, config)``):
-        its total batch and micro-batch limit, used once."""
+        its total batch, micro-batch limit and restart delay, used once."""
         if config.micro_limit is not None:
             self.micro_limit[job.job_id] = config.micro_limit
         if config.batch_size is not None:
             self.batch_override[job.job_id] = config.batch_size
+        if config.restart_delay is not None:
+            d = config.restart_delay
+            if not (isinstance(d, (int, float)) and math.isfinite(d) and d >= 0):
+                raise ScheduleError(
+                    f"job {job.job_id}: restart_delay must be a number of seconds ≥ 0, got {d!r}"
+                )
+            self.delay_override[job.job_id] = float(d)
 
     def register_agent(self, agent: JobAgent) -> None:
         """``agent`` observes every configuration a job runs and re-tunes its batch."""
@@ -573,7 +583,10 @@ class ProfileExecutor:
             batch=self.batch_override.pop(job.job_id, None),
             gpu_type=r.cfg_type,
         )
-        r.delay_left = self.app_delays.get(job.spec.application, self.rescale_delay)
+        delay = self.delay_override.pop(job.job_id, None)
+        if delay is None:
+            delay = self.app_delays.get(job.spec.application, self.rescale_delay)
+        r.delay_left = delay
         r.running = True
         r.since = r.last = self.sim.now
         self._hold(job.gpus)

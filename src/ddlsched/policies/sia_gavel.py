@@ -32,14 +32,13 @@ not finished (in submission order):
 5. **Which GPUs** (gavel.py:360-441): per type, jobs by GPU count descending; a job keeps its
    previous round's GPUs if they are all free, the others take the first free GPUs server by
    server (:func:`~ddlsched.policies.gavel.assign_workers`).
-6. **What the engine does** (cluster.py:184-215, job.py:524-580): a job whose GPU type and
-   GPUs per node (in allocation order) are unchanged keeps running without a restart, even if
-   the artifact moved it to other nodes; a job that stops is suspended (it pays its restart
-   delay when it runs again, as at its first start); the others start on the computed GPUs,
-   or, where a kept job still holds some of them, on free GPUs of the type with the same GPUs
-   per node (``summary.json``: ``gavel_tunedjobs_relocated``; ``gavel_tunedjobs_reshaped``
-   counts the rare starts where no such GPUs were free). The engine runs the job at the
-   workload's batch with the placement's local-batch limit, as the artifact's
+6. **What the engine does** (cluster.py:184-215, job.py:524-580): every job runs on exactly
+   the GPUs computed. A job given the same GPUs keeps running; a job moved to other GPUs of
+   the same type with the same GPUs per node (in allocation order) moves without a restart
+   (``JobConfig(restart_delay=0)``; the artifact restarts a job only when its type or that
+   tuple changes; ``summary.json``: ``gavel_free_moves``); a job that stops is suspended,
+   and pays its restart delay when it runs again, as at its first start. The engine runs the
+   job at the workload's batch with the placement's local-batch limit, as the artifact's
    ``update_local_bsz`` with batch tuning off (job.py:317-386).
 """
 
@@ -50,7 +49,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..core.protocols import ProfileEstimates
+from ..core.protocols import JobConfig, ProfileEstimates
 from ..errors import InputError
 from ..perf.profiles import accumulated_config, compact_placement, node_runs
 from .gavel import assign_workers, gavel_priority, take_in_order
@@ -134,8 +133,8 @@ class GavelTunedJobs:
     #: a list to append every round's ``GavelRound`` to
     record: list[GavelRound] | None = None
     rounds: int = field(default=0, init=False)
-    relocated: int = field(default=0, init=False)
-    reshaped: int = field(default=0, init=False)
+    #: running jobs moved to other GPUs of the same shape without a restart
+    moved: int = field(default=0, init=False)
 
     @property
     def interval(self) -> float:
@@ -234,7 +233,8 @@ class GavelTunedJobs:
         scheduled = take_in_order(
             ((jobs[i].job_id, k) for i, k in run_order(P, X)), range(K), list(self.counts), gpus
         )
-        new = assign_workers(range(K), scheduled, self._servers, self._assign)
+        old = self._assign
+        new = assign_workers(range(K), scheduled, self._servers, old)
         self._assign = new
         for jid, (k, _) in new.items():
             self._job_time[jid][k] += self.round_length
@@ -244,80 +244,46 @@ class GavelTunedJobs:
             self.record.append(
                 GavelRound(sim.now, tuple(j.job_id for j in jobs), T, X, P, dict(new))
             )
-        self._apply(sim, jobs, new)
+        self._apply(sim, jobs, old, new)
 
     # ------------------------------------------------------------------ the engine
     def _apply(
-        self, sim: Simulator, jobs: list[JobState], new: dict[int, tuple[int, tuple[int, ...]]]
+        self,
+        sim: Simulator,
+        jobs: list[JobState],
+        old: dict[int, tuple[int, tuple[int, ...]]],
+        new: dict[int, tuple[int, tuple[int, ...]]],
     ) -> None:
-        """Keep, suspend and start jobs (module doc, item 6)."""
+        """Keep, move, suspend and start jobs on exactly the computed GPUs (module doc,
+        item 6): a running job given the same GPUs keeps running; one given other GPUs of
+        the same type with the same GPUs per node moves there for free (``restart_delay``
+        0: the artifact restarts a job only when its type or per-node tuple changes); the
+        others stop, and start (with their restart delay) where they are given GPUs."""
         server = sim.cluster.gpu_server
+        free_move: set[int] = set()
         todo: list[JobState] = []
         for j in jobs:
             want = new.get(j.job_id)
             if j.job_id in sim.running:
-                same = (
-                    want is not None
-                    and sim.cluster.gpu_type(j.gpus[0]) == self.types[want[0]]
-                    and node_runs(server[g] for g in j.gpus)
-                    == node_runs(server[g] for g in want[1])
-                )
-                if same:
+                if want is not None and tuple(j.gpus) == want[1]:
                     continue
+                prev = old.get(j.job_id)
+                if (
+                    want is not None
+                    and prev is not None
+                    and prev[0] == want[0]
+                    and node_runs(server[g] for g in prev[1])
+                    == node_runs(server[g] for g in want[1])
+                ):
+                    free_move.add(j.job_id)
                 sim.preempt(j)
             if want is not None:
                 todo.append(j)
-        free = {g for g in range(sim.cluster.num_gpus) if not sim.residents[g]}
-        later: list[JobState] = []
-        for j in todo:  # on the artifact's GPUs where they are free
-            ids = new[j.job_id][1]
-            if free.issuperset(ids):
-                free.difference_update(ids)
-                sim.start(j, ids)
-            else:
-                later.append(j)
-        for j in later:
-            k, ids = new[j.job_id]
-            gpus = self._same_shape(k, ids, free, server)
-            if gpus is None:
-                self.reshaped += 1
-                gpus = [g for s in self._servers[k] for g in s if g in free][: len(ids)]
-            else:
-                self.relocated += 1
-            free.difference_update(gpus)
-            sim.start(j, gpus)
-
-    def _same_shape(
-        self, k: int, ids: tuple[int, ...], free: set[int], server: tuple[int, ...]
-    ) -> list[int] | None:
-        """Free GPUs of type column ``k`` with the GPUs per node of ``ids`` (in order): each
-        node of ``ids`` itself where it has enough free GPUs, else the first free-enough node
-        of the type not used yet; None if there is none."""
-        want: list[tuple[int, int]] = []
-        for g in ids:
-            if want and want[-1][0] == server[g]:
-                want[-1] = (server[g], want[-1][1] + 1)
-            else:
-                want.append((server[g], 1))
-        nodes = dict(zip(self._server_ids[k], self._servers[k], strict=True))
-        used: set[int] = set()
-        out: list[int] = []
-        for s, c in want:
-            options = [s] + [n for n in self._server_ids[k] if n != s]
-            for n in options:
-                avail = [g for g in nodes[n] if g in free]
-                if n not in used and len(avail) >= c:
-                    used.add(n)
-                    out += avail[:c]
-                    break
-            else:
-                return None
-        return out
+        for j in todo:
+            config = JobConfig(restart_delay=0.0) if j.job_id in free_move else None
+            sim.start(j, new[j.job_id][1], config)
+        self.moved += len(free_move)
 
     def summary_extras(self, sim: Simulator) -> dict[str, object]:
-        """Rounds decided, and starts moved off the artifact's GPUs (module doc, item 6)."""
-        return {
-            "gavel_rounds": self.rounds,
-            "gavel_tunedjobs_relocated": self.relocated,
-            "gavel_tunedjobs_reshaped": self.reshaped,
-        }
+        """Rounds decided, and free moves (module doc, item 6)."""
+        return {"gavel_rounds": self.rounds, "gavel_free_moves": self.moved}
