@@ -500,7 +500,7 @@ def max_sum_throughput_perf(
     T: ArrayLike, scale: ArrayLike, counts: ArrayLike, *, symmetric: bool = True
 ) -> np.ndarray:
     """Gavel's ``ThroughputSumWithPerf.get_allocation`` as Sia's artifact ships it
-    (sia-simulator/policies/max_sum_throughput.py:9-19, 35-87; its Gavel's default,
+    (sia-simulator/policies/max_sum_throughput.py:9-19, 35-90; its Gavel's default,
     simulator_config.py:75): maximise Σ_j Σ_t T[j, t] X[j, t] — raw throughputs, no
     normalisation — subject to the base constraints. One LP (HiGHS).
 

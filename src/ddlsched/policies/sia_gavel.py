@@ -14,7 +14,7 @@ not finished (in submission order):
    per second ÷ the application's calibration slowdown (``job.slowdown_factor``,
    cluster.py:498); 0.1 where the job has more GPUs than the type's largest configuration
    (:func:`oracle_throughput`).
-2. **Allocation** (``ThroughputSumWithPerf``, max_sum_throughput.py:35-87, the artifact's
+2. **Allocation** (``ThroughputSumWithPerf``, max_sum_throughput.py:35-90, the artifact's
    ``gavel_default_policy``, simulator_config.py:75): X maximises Σ T·X over time fractions
    with Σ_t X ≤ 1 per job and Σ_j R_j X ≤ GPUs per type
    (:func:`~ddlsched.policies.gavel_lp.max_sum_throughput_perf`, HiGHS where the artifact
@@ -28,7 +28,7 @@ not finished (in submission order):
    Gavel's own scheduler does — ties in type order (the cluster's) then submission order; a
    job runs on the first type of its list that still has its GPU count free
    (:func:`~ddlsched.policies.gavel.take_in_order`), zero-priority entries included. A job
-   that runs adds ``round_length`` to its time and the type's total.
+   that runs adds ``round_length`` to its time and the type's total (gavel.py:505-510).
 5. **Which GPUs** (gavel.py:360-441): per type, jobs by GPU count descending; a job keeps its
    previous round's GPUs if they are all free, the others take the first free GPUs server by
    server (:func:`~ddlsched.policies.gavel.assign_workers`).
@@ -64,7 +64,7 @@ if TYPE_CHECKING:  # pragma: no cover
 #: The throughput the artifact gives a job on a type with fewer GPUs than it needs
 #: (gavel.py:520-522; iterations per second, not 0)
 NO_ROOM = 0.1
-#: Decimals the artifact rounds X to (max_sum_throughput.py:87)
+#: Decimals the artifact rounds X to (max_sum_throughput.py:90)
 DIGITS = 5
 
 
@@ -161,7 +161,7 @@ class GavelTunedJobs:
             self._server_ids[k].append(s)
             self.per_node[k] = max(self.per_node[k], len(gpus))
         self.counts = [cl.gpu_types[t] for t in self.types]
-        #: GPUs of each type's largest configuration (``num_gpu``, gavel.py:78-80)
+        #: GPUs of each type's largest configuration (``num_gpu``, gavel.py:57-72)
         self.limit = [
             configurations(self.per_node[k], len(self._servers[k]))[-1][1]
             for k in range(len(self.types))
