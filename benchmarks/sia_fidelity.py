@@ -1,13 +1,15 @@
 """Sia fidelity check (issue #29): ddlsched's average JCT beside the Sia artifact's own.
 
     python benchmarks/sia_fidelity.py SIA_DIR --results RESULTS.csv [--trace philly]
-        [--workloads 1,2,3] [--policy sia]
+        [--workloads 1,2,3] [--policy sia|gavel-tunedjobs ...]
 
 ``SIA_DIR`` is an extracted ``sia-simulator`` folder of github.com/siasosp23/artifacts
 (commit ``aaf7a0de``): its ``workloads/<trace>/workload-N.csv`` and ``traces/`` profiles.
 ``RESULTS.csv`` holds the artifact's results, one row per run, with columns ``trace,
 workload, policy, avg_jct_s`` (as written by running the artifact's ``multi_simulator.py``
-and its ``print_run_stats.py`` formulas). For every row of the chosen trace, workloads and
+and its ``print_run_stats.py`` formulas). ``--policy`` names ddlsched policies (default
+``sia``; repeatable); :data:`POLICIES` maps each to the artifact's policy name in the results
+and to its settings (one entry per policy). For every row of the chosen trace, workloads and
 policies this runs ddlsched the way the artifact ran it — ``sia-64``, ``semantics=rounds``,
 ``calibration=sia``, the artifact's profiles — and prints both average JCTs, their relative
 difference (target: within 5 %), and ddlsched's wall time. Not a test: the artifact is not in
@@ -23,9 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-#: ddlsched policy and settings for each policy name of the artifact's results
+#: ddlsched policy → (the artifact's policy name in the results, ddlsched settings)
 POLICIES: dict[str, tuple[str, dict[str, str]]] = {
-    "sia": ("sia", {"interval": "60"}),
+    "sia": ("sia", {"interval": "60"}),  # --policy=sia --interval=60
+    "gavel-tunedjobs": ("gavel", {"gavel_round": "360"}),  # --policy=gavel --interval=360
 }
 
 
@@ -35,29 +38,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results", type=Path, required=True)
     ap.add_argument("--trace", default="philly")
     ap.add_argument("--workloads", default="1,2,3")
-    ap.add_argument("--policy", action="append", default=None)
+    ap.add_argument("--policy", action="append", default=None, choices=sorted(POLICIES))
     args = ap.parse_args(argv)
     from ddlsched.cli import main as cli
 
     wanted = {f"workload-{w.strip()}" for w in args.workloads.split(",")}
-    policies = args.policy or ["sia"]
+    ours_of = {POLICIES[p][0]: p for p in args.policy or ["sia"]}
     with args.results.open(newline="") as f:
         rows = [
             r
             for r in csv.DictReader(f)
-            if r["trace"] == args.trace and r["workload"] in wanted and r["policy"] in policies
+            if r["trace"] == args.trace and r["workload"] in wanted and r["policy"] in ours_of
         ]
     rows.sort(key=lambda r: (r["policy"], r["workload"]))
     if not rows:
         print("no matching rows in", args.results, file=sys.stderr)
         return 2
     print(
-        f"{'trace':8} {'workload':11} {'policy':7} {'artifact':>10} {'ddlsched':>10} "
+        f"{'trace':8} {'workload':11} {'policy':15} {'artifact':>10} {'ddlsched':>10} "
         f"{'diff':>7} {'wall s':>7}"
     )
-    ours_all, theirs_all = [], []
+    pairs: dict[str, list[tuple[float, float]]] = {}  # policy → (artifact, ddlsched) per row
     for r in rows:
-        name, sets = POLICIES[r["policy"]]
+        name = ours_of[r["policy"]]
+        sets = POLICIES[name][1]
         wl = args.sia_dir / "workloads" / args.trace / f"{r['workload']}.csv"
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "o"
@@ -80,17 +84,18 @@ def main(argv: list[str] | None = None) -> int:
 
             ours = json.loads((out / "summary.json").read_text())["avg_jct"]
         theirs = float(r["avg_jct_s"])
-        ours_all.append(ours)
-        theirs_all.append(theirs)
+        pairs.setdefault(name, []).append((theirs, ours))
         diff = (ours - theirs) / theirs
         print(
-            f"{args.trace:8} {r['workload']:11} {r['policy']:7} {theirs:10.1f} {ours:10.1f} "
-            f"{diff:+7.1%} {wall:7.1f}",
+            f"{args.trace:8} {r['workload']:11} {name:15} {theirs:10.2f} {ours:10.2f} "
+            f"{diff:+7.2%} {wall:7.1f}",
             flush=True,
         )
-    if len(rows) > 1:
-        o, t = sum(ours_all) / len(ours_all), sum(theirs_all) / len(theirs_all)
-        print(f"{'mean':8} {'':11} {'':7} {t:10.1f} {o:10.1f} {(o - t) / t:+7.1%}")
+    for name, got in pairs.items():
+        if len(got) > 1:
+            t = sum(a for a, _ in got) / len(got)
+            o = sum(b for _, b in got) / len(got)
+            print(f"{'mean':8} {'':11} {name:15} {t:10.2f} {o:10.2f} {(o - t) / t:+7.2%}")
     return 0
 
 

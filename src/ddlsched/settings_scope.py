@@ -144,8 +144,12 @@ SCOPES: dict[str, Rule] = {
     "ground_truth": (_PROFILE, _not_trace),
     "semantics": (_PROFILE, _not_trace),
     "interval": (
-        "to the tiresias, pollux and sia policies and to semantics=rounds",
-        lambda r: _reads("interval")(r) or (r.kind == PROFILE and r.rounds),
+        "to the tiresias, pollux and sia policies and to semantics=rounds (but not with "
+        "gavel-tunedjobs, whose rounds are gavel_round)",
+        lambda r: (
+            _reads("interval")(r)
+            or (r.kind == PROFILE and r.rounds and not _reads("gavel_round")(r))
+        ),
     ),
     "rescale_delay": (_PROFILE, _not_trace),
     "calibration": (_PROFILE, _not_trace),
@@ -158,10 +162,8 @@ SCOPES: dict[str, Rule] = {
     "tiresias_thresholds": ("with the tiresias policy", _reads("tiresias_thresholds")),
     "pollux_ncf_batch": ("with the pollux policy", _reads("pollux_ncf_batch")),
     **{k: ("with the sia policy", _reads(k)) for k in ("sia_p", "sia_lambda_n", "sia_lambda_a")},
-    **{
-        k: (f"with Gavel's policies ({_GAVEL})", _reads(k))
-        for k in ("gavel_round", "gavel_reset_interval")
-    },
+    "gavel_round": (f"with Gavel's policies ({_GAVEL}) and gavel-tunedjobs", _reads("gavel_round")),
+    "gavel_reset_interval": (f"with Gavel's policies ({_GAVEL})", _reads("gavel_reset_interval")),
     "gavel_fifo_quirk": ("with the gavel-fifo policy", _reads("gavel_fifo_quirk")),
     "gpu_type_aware": (
         "with the fifo and sjf policies on trace jobs",

@@ -94,6 +94,10 @@ class ProfileBackend(Backend):
                     source="--set",
                     field="pollux_ncf_batch",
                 )
+        from ..core.protocols import RoundLength
+
+        # the step of semantics=rounds: the policy's own round length where it has one
+        step = policy.round_length if isinstance(policy, RoundLength) else settings.interval
         return self.simulator(
             cluster,
             jobs,
@@ -102,7 +106,7 @@ class ProfileBackend(Backend):
                 apps,
                 semantics=settings.semantics,
                 rescale_delay=settings.rescale_delay,
-                interval=settings.interval,
+                interval=step,
                 interference=settings.interference,
                 pair_interference=read_pair_interference(settings.interference_file)
                 if settings.interference_file
@@ -114,7 +118,7 @@ class ProfileBackend(Backend):
             max_jobs_per_gpu=jobs_per_gpu(policy, settings),
             progress=progress,
             semantics=settings.semantics,
-            round_interval=settings.interval,
+            round_interval=step,
             policy_origin=origin,
             builtin_policy=builtin,
         )

@@ -23,26 +23,18 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ..errors import InputError
-from ..perf.profiles import node_runs
+from ..errors import InputError, ScheduleError
+from ..perf.profiles import (
+    accumulated_config,
+    compact_placement,
+    node_runs,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..perf.profiles import Application, BatchConfig
     from .protocols import JobAgent, JobConfig
     from .simulator import Simulator
     from .state import JobState
-
-
-def accumulated_config(app: Application, replicas: int, batch: int, limit: int) -> BatchConfig:
-    """Gradient accumulation with micro-batches of at most ``limit`` samples per replica (Luo
-    Eq. 7's sub-batch B/s): s = ⌈local/limit⌉ steps; M stays within the validated range."""
-    from ..perf.profiles import EPS, BatchConfig
-
-    local = math.ceil(batch / replicas - EPS)
-    k = max(math.ceil(local / limit - EPS) - 1, 0)
-    a = math.ceil(local / (k + 1) - EPS)
-    a = min(a, int(app.max_bsz / (replicas * (k + 1))))
-    return BatchConfig(local=local, accum=k, a=a, M=replicas * a * (k + 1))
 
 
 def rate_at(app, placement, cfg, epoch: int, speed: float) -> float:
@@ -146,12 +138,6 @@ class _Run:
         self.since = 0.0
 
 
-def compact_placement(num_gpus: int, per_server: int) -> tuple[int, ...]:
-    """The most consolidated placement tuple of ``num_gpus`` on servers of ``per_server``."""
-    full, rest = divmod(num_gpus, per_server)
-    return (per_server,) * full + ((rest,) if rest else ())
-
-
 def placement_tuple(gpus: tuple[int, ...], gpu_server: tuple[int, ...]) -> tuple[int, ...]:
     """GPUs per node as run lengths of consecutive equal node ids in allocation order (the
     artifact's placement tuple)."""
@@ -191,6 +177,8 @@ class ProfileExecutor:
         self.micro_limit: dict[int, int] = {}
         #: total batch chosen by an elastic policy (Pollux) for a job's next start, by job id
         self.batch_override: dict[int, int] = {}
+        #: seconds without progress a policy chose for a job's next start, by job id
+        self.delay_override: dict[int, float] = {}
         #: an elastic policy's job agent (observations and batch re-tuning between epochs)
         self.agent: JobAgent | None = None
         #: GPU type → its own measured profiles (a cluster file's ``[gpu_types.T] profiles``):
@@ -371,11 +359,18 @@ class ProfileExecutor:
     # ------------------------------------------------------------------ what policies tell it
     def configure(self, job: JobState, config: JobConfig) -> None:
         """``job`` runs with ``config`` from its next start (``sim.start(job, gpus, config)``):
-        its total batch and micro-batch limit, used once."""
+        its total batch, micro-batch limit and restart delay, used once."""
         if config.micro_limit is not None:
             self.micro_limit[job.job_id] = config.micro_limit
         if config.batch_size is not None:
             self.batch_override[job.job_id] = config.batch_size
+        if config.restart_delay is not None:
+            d = config.restart_delay
+            if not (isinstance(d, (int, float)) and math.isfinite(d) and d >= 0):
+                raise ScheduleError(
+                    f"job {job.job_id}: restart_delay must be a number of seconds ≥ 0, got {d!r}"
+                )
+            self.delay_override[job.job_id] = float(d)
 
     def register_agent(self, agent: JobAgent) -> None:
         """``agent`` observes every configuration a job runs and re-tunes its batch."""
@@ -588,7 +583,10 @@ class ProfileExecutor:
             batch=self.batch_override.pop(job.job_id, None),
             gpu_type=r.cfg_type,
         )
-        r.delay_left = self.app_delays.get(job.spec.application, self.rescale_delay)
+        delay = self.delay_override.pop(job.job_id, None)
+        if delay is None:
+            delay = self.app_delays.get(job.spec.application, self.rescale_delay)
+        r.delay_left = delay
         r.running = True
         r.since = r.last = self.sim.now
         self._hold(job.gpus)

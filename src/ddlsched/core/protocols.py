@@ -81,6 +81,15 @@ class Periodic(RoundHook, Protocol):
 
 
 @runtime_checkable
+class RoundLength(Protocol):
+    """A policy whose rounds are the engine's step under ``semantics=rounds``: the engine
+    advances jobs ``round_length`` seconds per round instead of the ``interval`` setting (Sia's
+    Gavel: 360 s rounds, where Sia's and Pollux's are 60 s)."""
+
+    round_length: float
+
+
+@runtime_checkable
 class SummaryExtras(Protocol):
     """A policy that adds keys to ``summary.json`` at the end of the run."""
 
@@ -294,11 +303,14 @@ class SharingEstimates(JobTimes, Protocol):
 class JobConfig:
     """How a job runs once started, given with ``sim.start(job, gpus, config)`` or
     ``sim.resize(job, gpus, config)`` (application-profile jobs): its total ``batch_size``
-    (default: what it asked for) and the largest micro-batch per replica, ``micro_limit``
-    (gradient accumulation keeps the total batch; default: no limit)."""
+    (default: what it asked for), the largest micro-batch per replica, ``micro_limit``
+    (gradient accumulation keeps the total batch; default: no limit), and the seconds
+    without progress this start costs, ``restart_delay`` (default: the job's restart delay;
+    0: a move Sia's simulator makes for free, to other nodes with the same GPUs per node)."""
 
     batch_size: int | None = None
     micro_limit: int | None = None
+    restart_delay: float | None = None
 
 
 @runtime_checkable

@@ -144,6 +144,13 @@ def node_runs(nodes: Iterable[int]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def compact_placement(num_gpus: int, per_server: int) -> tuple[int, ...]:
+    """The most consolidated placement tuple of ``num_gpus`` on servers of ``per_server``
+    (whole servers first, the rest on one more; Sia's Gavel packs a job so, gavel.py:520-525)."""
+    full, rest = divmod(num_gpus, per_server)
+    return (per_server,) * full + ((rest,) if rest else ())
+
+
 def placement_id(placement: Iterable[int]) -> str:
     """The artifact's placement ID: digits of the canonical placement (§3): (3, 2, 1) → '132'."""
     return "".join(map(str, canonical_placement(placement)))
@@ -237,13 +244,15 @@ class Application:
             f"local=[{self.min_local}, {self.max_local}], max_epochs={self.max_epochs})"
         )
 
-    def max_local_at(self, placement: Sequence[int]) -> int:
+    def max_local_at(self, placement: Sequence[int], *, per_replicas: bool = True) -> int:
         """The largest local batch the tables measure on ``placement`` (Sia's batch limit per
         placement, applications.py:310-324 and job.py:375-382): its own rows' largest if the
         placement ID is measured, else the largest of the scalability rows on at least as
-        many nodes and replicas (the application's ``max_local`` if none); at most the
-        largest measured on any placement of as many GPUs. Placements on more than
-        ``max_nodes`` nodes count as packed (``packed_placement``)."""
+        many nodes and replicas (the application's ``max_local`` if none); with
+        ``per_replicas``, at most the largest measured on any placement of as many GPUs
+        (job.py:375-382; without it, ``get_max_local_bsz`` alone, as Sia's Gavel predicts,
+        gavel.py:527). Placements on more than ``max_nodes`` nodes count as packed
+        (``packed_placement``)."""
         p = canonical_placement(placement)
         if self.max_nodes is not None and len(p) > self.max_nodes:
             p = canonical_placement(packed_placement(sum(p), self.max_nodes))
@@ -254,7 +263,7 @@ class Application:
             n, reps = len(p), sum(p)
             xs = [x for sn, sr, x in self._scal_points if sn >= n and sr >= reps]
             cap = max(xs) if xs else float(self.max_local)
-        same = self._max_local_by_replicas.get(sum(p))
+        same = self._max_local_by_replicas.get(sum(p)) if per_replicas else None
         if same is not None:
             cap = min(cap, same)
         return int(cap)
@@ -407,6 +416,22 @@ class Application:
     def rate(self, placement: Sequence[int], cfg: BatchConfig, epoch: int) -> float:
         """Progress per second g = gain(epoch, M)/T_iter (§2, sim:131)."""
         return self.gain(epoch, cfg.M) / self.iteration_time(placement, cfg)
+
+
+def accumulated_config(
+    app: Application, replicas: int, batch: int, limit: int, *, one_replica_accum: bool = False
+) -> BatchConfig:
+    """Gradient accumulation with micro-batches of at most ``limit`` samples per replica (Luo
+    Eq. 7's sub-batch B/s): s = ⌈local/limit⌉ steps; M stays within the validated range.
+    ``one_replica_accum``: at least one accumulation step on one replica, as Sia's Gavel
+    predicts a one-GPU job (gavel.py:531-532)."""
+    local = math.ceil(batch / replicas - EPS)
+    k = max(math.ceil(local / limit - EPS) - 1, 0)
+    if one_replica_accum and replicas == 1:
+        k = max(k, 1)
+    a = math.ceil(local / (k + 1) - EPS)
+    a = min(a, int(app.max_bsz / (replicas * (k + 1))))
+    return BatchConfig(local=local, accum=k, a=a, M=replicas * a * (k + 1))
 
 
 # -------------------------------------------------------------------------------------------

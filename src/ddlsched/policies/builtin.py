@@ -87,6 +87,14 @@ def _sia(settings: Settings, placement: str | None) -> Any:
     )
 
 
+def _gavel_tunedjobs(settings: Settings, placement: str | None) -> Any:
+    from ..perf.typed_profiles import calibration
+    from .sia_gavel import GavelTunedJobs
+
+    slow = calibration(settings.calibration).get("slowdowns", {})
+    return GavelTunedJobs(round_length=settings.gavel_round, slowdowns=dict(slow))
+
+
 # --- Gavel's round-based policies of trace jobs (heterogeneous clusters, issue #17) ---------
 def _gavel(settings: Settings, placement: str | None, name: str = "") -> Any:
     from .gavel import make_gavel
@@ -222,6 +230,14 @@ def register_builtins(register_policy: Callable[..., Any]) -> None:
             False,
             ("interval", "sia_p", "sia_lambda_n", "sia_lambda_a"),
             "Sia: ILP over (GPU type, GPU count) per job every round (goodput, p = -0.5)",
+        ),
+        (
+            "gavel-tunedjobs",
+            _gavel_tunedjobs,
+            (PROFILE_JOBS,),
+            False,
+            ("gavel_round",),
+            "Gavel as Sia runs it: max summed throughput LP, fixed GPUs/batch, 360 s rounds",
         ),
     ):
         register_policy(

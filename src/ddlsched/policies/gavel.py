@@ -125,6 +125,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -147,6 +148,87 @@ ALLOCATIONS = ("fifo", "max_min_fairness", "finish_time_fairness", "min_total_du
 _DIGITS = 6
 #: a round end estimated this close to the deadline is the deadline (float slack, seconds)
 _SLACK = 1e-6
+
+
+def gavel_priority(x: float, job_time: float, total_time: float) -> float:
+    """A job's priority on a type (scheduler.py:_update_priorities; Sia's gavel.py:249-269):
+    its allocation ÷ its fraction of the time the type has given so far (x × 1e9 where that
+    fraction is 0); 0 where x is 0. Computed as Gavel does, x / (job time / total time)."""
+    if x == 0.0:
+        return 0.0
+    frac = job_time / total_time if total_time != 0.0 else 0.0
+    return x / frac if frac > 0.0 else x * 1e9
+
+
+def take_in_order(
+    entries: Iterable[tuple[int, int]],
+    order: Sequence[int],
+    left: list[int],
+    gpus: Mapping[int, int],
+    skip: Callable[[int, int], bool] | None = None,
+) -> dict[int, list[tuple[int, int]]]:
+    """Gavel's greedy pass (scheduler.py:_schedule_jobs_on_workers_helper; Sia's gavel.py:
+    284-330): over (job, column) ``entries`` in order, a job not yet taken goes to the column
+    if it still has ``gpus[job]`` GPUs of ``left`` (and ``skip`` does not refuse it). Returns
+    column → [(job, GPUs)] in the order taken, for every column of ``order``."""
+    done: set[int] = set()
+    out: dict[int, list[tuple[int, int]]] = {k: [] for k in order}
+    for jid, k in entries:
+        if left[k] == 0 or jid in done or (skip is not None and skip(jid, k)):
+            continue
+        sf = gpus[jid]
+        if sf > left[k]:
+            continue
+        left[k] -= sf
+        done.add(jid)
+        out[k].append((jid, sf))
+    return out
+
+
+def assign_workers(
+    order: Sequence[int],
+    scheduled: Mapping[int, list[tuple[int, int]]],
+    servers: Sequence[Sequence[Sequence[int]]],
+    previous: Mapping[int, tuple[int, tuple[int, ...]]],
+    allocated: Container[int] | None = None,
+) -> dict[int, tuple[int, tuple[int, ...]]]:
+    """GPUs of each scheduled job (scheduler.py:_schedule_jobs_on_workers and
+    _assign_workers_to_job; Sia's gavel.py:360-441): per column of ``order``, its jobs by GPU
+    count descending; within a count, a job keeps its ``previous`` (column, GPUs) if all of
+    them are still free, the others take GPUs server by server (``servers[column]``: GPU ids
+    per server) from a pointer that only moves forward. Jobs not in ``allocated`` (where
+    given) get no GPUs. Returns job → (column, GPU ids)."""
+    new: dict[int, tuple[int, tuple[int, ...]]] = {}
+    for k in order:
+        jobs = sorted(scheduled[k], key=lambda x: x[1], reverse=True)
+        free = [list(s) for s in servers[k]]
+        assigned: set[int] = set()
+        ptr = 0
+        for sf in sorted({x[1] for x in jobs}, reverse=True):
+            for jid, s in jobs:  # keep jobs on their previous GPUs where possible
+                if s != sf:
+                    continue
+                prev = previous.get(jid)
+                if prev is not None and prev[0] == k and not assigned.intersection(prev[1]):
+                    new[jid] = prev
+                    assigned.update(prev[1])
+            for jid, s in jobs:  # _assign_workers_to_job
+                if s != sf or (allocated is not None and jid not in allocated):
+                    continue
+                ids = list(new[jid][1]) if jid in new else []
+                while len(ids) < s and ptr < len(free):
+                    if not free[ptr]:
+                        ptr += 1
+                        continue
+                    g = free[ptr][0]
+                    if g not in assigned:
+                        ids.append(g)
+                        assigned.add(g)
+                    free[ptr].pop(0)
+                if len(ids) != s:
+                    raise RuntimeError(f"Gavel mechanism: could not place job {jid}")
+                new[jid] = (k, tuple(ids))
+    return new
 
 
 @dataclass
@@ -439,37 +521,7 @@ class GavelPolicy:
         if self._shuffle:
             self._shuffler.shuffle(order)
         scheduled = self._helper(order, prio)
-        new: dict[int, tuple[int, tuple[int, ...]]] = {}
-        for k in order:
-            jobs = sorted(scheduled[k], key=lambda x: x[1], reverse=True)
-            servers = [list(s) for s in self._servers[k]]
-            assigned: set[int] = set()
-            ptr = 0
-            for sf in sorted({x[1] for x in jobs}, reverse=True):
-                for jid, s in jobs:  # keep jobs on their previous GPUs where possible
-                    if s != sf:
-                        continue
-                    prev = self._assign.get(jid)
-                    if prev is not None and prev[0] == k and not assigned.intersection(prev[1]):
-                        new[jid] = prev
-                        assigned.update(prev[1])
-                for jid, s in jobs:  # _assign_workers_to_job
-                    if s != sf or jid not in self._alloc:
-                        continue
-                    ids = list(new[jid][1]) if jid in new else []
-                    while len(ids) < s and ptr < len(servers):
-                        if not servers[ptr]:
-                            ptr += 1
-                            continue
-                        g = servers[ptr][0]
-                        if g not in assigned:
-                            ids.append(g)
-                            assigned.add(g)
-                        servers[ptr].pop(0)
-                    if len(ids) != s:
-                        raise RuntimeError(f"Gavel mechanism: could not place job {jid}")
-                    new[jid] = (k, tuple(ids))
-        return new
+        return assign_workers(order, scheduled, self._servers, self._assign, self._alloc)
 
     def _helper(self, order: list[int], prio: dict[int, list[float]]) -> dict[int, list]:
         """scheduler.py:_schedule_jobs_on_workers_helper: column → [(job, GPUs)]."""
@@ -481,22 +533,13 @@ class GavelPolicy:
             ]
             per.sort(key=lambda x: (x[1], x[2], x[3]), reverse=True)
             entries += [(e[0], k) for e in per]
-        left = list(self._count_of)
-        done: set[int] = set()
-        out: dict[int, list] = {k: [] for k in order}
         fifo = self.allocation == "fifo"
-        for jid, k in entries:
-            if left[k] == 0 or jid in done or self._thr[jid][k] <= 0:
-                continue
-            if fifo and prio[jid][k] <= 0.0:
-                continue
-            sf = self._active[jid].num_gpus
-            if sf > left[k]:
-                continue
-            left[k] -= sf
-            done.add(jid)
-            out[k].append((jid, sf))
-        return out
+
+        def skip(jid: int, k: int) -> bool:
+            return self._thr[jid][k] <= 0 or (fifo and prio[jid][k] <= 0.0)
+
+        gpus = {jid: job.num_gpus for jid, job in self._active.items()}
+        return take_in_order(entries, order, list(self._count_of), gpus, skip)
 
     def _alloc_of(self, jid: int, k: int) -> float:
         a = self._alloc.get(jid)
@@ -523,8 +566,7 @@ class GavelPolicy:
                     x = a[k]
                     if x == 0.0 or thr[k] == 0.0:
                         continue
-                    frac = jt[k] / wt[k] if wt[k] != 0.0 else 0.0
-                    row[k] = x / frac if frac > 0.0 else x * 1e9
+                    row[k] = gavel_priority(x, jt[k], wt[k])
             prio[jid] = row
         return prio
 

@@ -111,6 +111,7 @@ __all__ = [
     "max_min_fairness",
     "max_min_fairness_perf",
     "max_min_normalised",
+    "max_sum_throughput_perf",
     "min_total_duration",
     "min_total_duration_perf",
     "proportional_throughput",
@@ -490,6 +491,48 @@ def max_min_fairness(
     return max_min_fairness_perf(
         np.ones_like(T), scale, counts, weights, refine=refine, method=method
     )
+
+
+# --------------------------------------------------------------------------- max sum throughput
+
+
+def max_sum_throughput_perf(
+    T: ArrayLike, scale: ArrayLike, counts: ArrayLike, *, symmetric: bool = True
+) -> np.ndarray:
+    """Gavel's ``ThroughputSumWithPerf.get_allocation`` as Sia's artifact ships it
+    (sia-simulator/policies/max_sum_throughput.py:9-19, 35-90; its Gavel's default,
+    simulator_config.py:75): maximise Σ_j Σ_t T[j, t] X[j, t] — raw throughputs, no
+    normalisation — subject to the base constraints. One LP (HiGHS).
+
+    ``symmetric``: jobs with identical rows of T and scale factors get the same X. The LP
+    only sees such jobs through their sum, so where capacity runs out among them its optimum
+    is a whole face; HiGHS returns a vertex of it (some of them 1, some 0), ECOS (Gavel's
+    solver, an interior-point method) a point inside it, where they are equal by symmetry.
+    Here the LP is solved over classes of identical jobs (class c of n_c jobs: per-job share
+    z[c, t], capacity Σ_c n_c scale_c z[c, t] ≤ counts[t], objective Σ n_c T[c, t] z[c, t])
+    and every job of a class gets its class's z (docs/sia.md "The `gavel-tunedjobs` policy").
+    Returns X (J x K) in [0, 1], before the artifact's rounding to 5 decimals."""
+    T, scale, counts = _check_base(T, scale, counts)
+    J = T.shape[0]
+    if J == 0:
+        return np.zeros(T.shape)
+    if symmetric:
+        first: dict[tuple[float, ...], int] = {}  # class key → its first job
+        for j in range(J):
+            first.setdefault((float(scale[j]), *T[j].tolist()), j)
+        rows = np.array(list(first.values()))
+        of = {k: c for c, k in enumerate(first)}
+        cls = np.array([of[(float(scale[j]), *T[j].tolist())] for j in range(J)])
+        n = np.bincount(cls).astype(float)
+        Tc, sc = T[rows] * n[:, None], scale[rows] * n
+    else:
+        cls, Tc, sc = np.arange(J), T, scale
+    base = _Base(Tc, sc, counts, extra=False)
+    x = base.solve(-Tc.ravel())
+    if x is None:  # cannot happen: X = 0 is feasible
+        raise RuntimeError("max-sum-throughput LP infeasible")
+    Z = base.allocation(x, sc, counts)
+    return Z[cls]
 
 
 # --------------------------------------------------------------------------- finish-time fairness
