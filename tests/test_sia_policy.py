@@ -221,3 +221,49 @@ def test_calibration_divides_the_rate_and_sets_per_application_delays(tmp_path) 
     (plain,) = simulate(cl, [spec], "fifo", settings=base).jobs
     (cal,) = simulate(cl, [spec], "fifo", settings={**base, "calibration": "sia"}).jobs
     assert cal.jct == pytest.approx(120.0 + 1.2 * plain.jct, rel=1e-9)
+
+
+class _PlacementWatch(Sia):
+    """Sia, checking after every round that each running job holds, node by node, exactly
+    the GPUs the artifact's ``alloc_to_placement_fast`` gives it from empty nodes."""
+
+    checked = 0
+
+    def on_round(self, sim) -> None:
+        n = len(self.record)
+        super().on_round(sim)
+        if len(self.record) == n:
+            return
+        prob = self.record[-1]
+        cl = sim.cluster
+        for t in self.types:
+            servers = self.servers[t]
+            demands = [
+                (jid, self.configs[c][2])
+                for jid, c in zip(prob.job_ids, prob.choice, strict=True)
+                if c >= 0 and self.configs[c][0] == t
+            ]
+            free = [cl.servers[s].num_gpus for s in servers]
+            for jid, nodes in alloc_to_placement(free, demands, self.per_node[t]).items():
+                job = sim.running[jid]
+                assert [cl.gpu_server[g] for g in job.gpus] == [servers[k] for k in nodes]
+                type(self).checked += 1
+
+
+def test_every_job_runs_where_the_artifacts_placement_puts_it(tmp_path) -> None:
+    """The artifact recomputes every placement from empty nodes and restarts a job only when
+    its type or per-node GPUs change (cluster.py:184-215, job.py:524-546): a job whose tuple
+    stays moves to its new GPUs for free. Keeping such jobs where they were (as ddlsched once
+    did) split later jobs across nodes the artifact gives whole."""
+    root = write_sia_profiles(tmp_path / "t", apps=("alpha", "beta"), epoch_progress=2e4)
+    jobs = [
+        JobSpec(i, 30.0 * i, g, 0, MODEL, application=("alpha", "beta")[i % 2], batch_size=b)
+        for i, (g, b) in enumerate([(1, 32), (2, 64), (4, 128), (8, 256), (12, 256)] * 3)
+    ]
+    settings = {"profiles": str(root), "semantics": "rounds", "calibration": "sia"}
+    from ddlsched.perf.typed_profiles import calibration
+
+    pol = _PlacementWatch(restart_delays=calibration("sia")["app_delays"], record=[])
+    res = simulate(load_cluster("sia-64"), jobs, pol, settings=settings)
+    assert len(res.jobs) == len(jobs) and _PlacementWatch.checked > 0
+    assert res.summary["sia_free_moves"] == pol.free_moves > 0

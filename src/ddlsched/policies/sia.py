@@ -33,10 +33,12 @@ runs it (``run_experiment.sh``: ``--policy_p_val=-0.5 --mip_lambda_n=1.1 --mip_l
    Solver: SciPy's HiGHS (``scipy.optimize.milp``) at relative gap 1e-4, the artifact's CBC
    ``allowablePercentageGap=0.01`` (docs/sia.md: where another solver can answer differently).
 6. **Placement** (sia.py:155-204, ``alloc_to_placement_fast``): per type, jobs by GPU count
-   (descending, stable), whole free nodes first, then round-robin from a node pointer.
-   A job whose type and per-node GPUs stay the same keeps its GPUs (no restart, as the
-   artifact's simulator, cluster.py:184-215); the others restart with the batch their model
-   picks on the new placement (job.py:317-386).
+   (descending, stable), whole free nodes first, then round-robin from a node pointer,
+   recomputed from empty nodes every round; every job runs where it is placed. A job whose
+   type and per-node GPUs stay the same does not restart — it keeps its GPUs, or moves to
+   the computed ones for free (``sia_free_moves``; the artifact's simulator restarts a job
+   only when its type or per-node tuple changes, cluster.py:184-215, job.py:524-546); the
+   others restart with the batch their model picks on the new placement (job.py:317-386).
 
 The policy is also its jobs' agent (``JobAgent``): it records each configuration a job runs
 on the job's model of that GPU type and re-tunes the batch within the placement's limits.
@@ -308,6 +310,8 @@ class Sia:
         self.cfg_type = np.array([self.types.index(t) for t, _, _ in configs], dtype=np.int64)
         self._xput: dict[tuple[str, str], float] = {}
         self.solve_ms: list[float] = []
+        #: running jobs moved to other GPUs of the same type and per-node tuple (no restart)
+        self.free_moves = 0
 
     def schedule(self, sim: Simulator) -> None:
         """Allocations change only at rounds (``on_round``)."""
@@ -490,8 +494,12 @@ class Sia:
         self._apply(sim, jobs, choice)
 
     def _apply(self, sim: Simulator, jobs: list[JobState], choice: list[int]) -> None:
-        """Placements per type as the artifact's ``alloc_to_placement_fast``; jobs whose type
-        and per-node GPUs do not change keep their GPUs, the others stop and start."""
+        """Every job goes to the GPUs the artifact's ``alloc_to_placement_fast`` computes from
+        empty nodes (sia.py:155-204), as its simulator places them: a running job of the same
+        type and per-node GPUs keeps running — on its own GPUs if it is given them, else it
+        moves there for free (no restart delay, no restart counted: the artifact restarts a
+        job only when its type or per-node tuple changes, job.py:524-546); the others stop
+        and start where they are given GPUs (paying their restart delay)."""
         cl = sim.cluster
         placed: dict[int, tuple[str, list[int]]] = {}
         for t in self.types:
@@ -504,51 +512,78 @@ class Sia:
             free = [cl.servers[s].num_gpus for s in servers]
             for i, nodes in alloc_to_placement(free, demands, self.per_node[t]).items():
                 placed[i] = (t, [servers[k] for k in nodes])
-        keep: list[bool] = []
+        gpus_of = self._gpus_on(sim, jobs, placed)
+        keep: set[int] = set()
+        free_move: set[int] = set()
         for i, j in enumerate(jobs):
-            run = j.job_id in sim.running
-            ok = False
-            if run and i in placed:
+            if j.job_id not in sim.running:
+                continue
+            if i in placed:
                 t, srv = placed[i]
-                ok = self._type_of(sim, j) == t and node_runs(srv) == node_runs(
+                same = self._type_of(sim, j) == t and node_runs(srv) == node_runs(
                     [cl.gpu_server[g] for g in j.gpus]
                 )
-            keep.append(ok)
-        for i, j in enumerate(jobs):
-            if j.job_id in sim.running and not keep[i]:
-                sim.preempt(j)
+                if same and list(j.gpus) == gpus_of[i]:
+                    keep.add(i)
+                    continue
+                if same:
+                    free_move.add(i)
+            sim.preempt(j)
         for i, j in enumerate(jobs):
             self._prev.pop(j.job_id, None)
             if choice[i] >= 0:
                 self._prev[j.job_id] = choice[i]
-            if keep[i]:
+            if i in keep:
                 self.ex.rebatch(j)
-        # start the others: on the artifact's nodes where their GPUs are free, else on the
-        # type's free GPUs by the same rule
-        free_gpus = {
-            s: [g for g in cl.gpus_of_server(s) if not sim.residents[g]]
-            for s in range(cl.num_servers)
-        }
-        todo = [i for i in placed if not keep[i]]
-        later: dict[str, list[tuple[int, int]]] = {}
-        for i in sorted(todo):
-            t, srv = placed[i]
-            need: dict[int, int] = {}
-            for s in srv:
-                need[s] = need.get(s, 0) + 1
-            if all(len(free_gpus[s]) >= k for s, k in need.items()):
-                gpus: list[int] = []
-                for s in srv:
-                    gpus.append(free_gpus[s].pop(0))
-                self._start(sim, jobs[i], t, gpus)
+        for i in sorted(placed):
+            if i in keep:
+                continue
+            if i in free_move:
+                self.free_moves += 1
+                placement = node_runs(cl.gpu_server[g] for g in gpus_of[i])
+                batch = self._run_batch(jobs[i], placed[i][0], placement)
+                # a move in the middle of a checkpoint-restore keeps what is left of it
+                left = max(self._restore_until.get(jobs[i].job_id, sim.now) - sim.now, 0.0)
+                cfg = JobConfig(batch_size=int(batch), restart_delay=left)
+                sim.resize(jobs[i], gpus_of[i], cfg)
             else:
-                later.setdefault(t, []).append((i, len(srv)))
-        for t, demands in later.items():
-            servers = self.servers[t]
-            free = [len(free_gpus[s]) for s in servers]
-            for i, nodes in alloc_to_placement(free, demands, self.per_node[t]).items():
-                gpus = [free_gpus[servers[k]].pop(0) for k in nodes]
-                self._start(sim, jobs[i], t, gpus)
+                self._start(sim, jobs[i], placed[i][0], gpus_of[i])
+
+    @staticmethod
+    def _gpus_on(
+        sim: Simulator, jobs: list[JobState], placed: dict[int, tuple[str, list[int]]]
+    ) -> dict[int, list[int]]:
+        """GPU ids for each placed job, node by node in its allocation order: on a node, a
+        job keeps the GPUs it holds there (as many as it is given there), the others take
+        the node's remaining GPUs in index order."""
+        cl = sim.cluster
+        taken: set[int] = set()
+        reuse: dict[int, dict[int, list[int]]] = {}
+        for i, (_, srv) in placed.items():
+            want: dict[int, int] = {}
+            for s in srv:
+                want[s] = want.get(s, 0) + 1
+            own: dict[int, list[int]] = {}
+            if jobs[i].job_id in sim.running:
+                for g in jobs[i].gpus:
+                    s = cl.gpu_server[g]
+                    if len(own.get(s, [])) < want.get(s, 0):
+                        own.setdefault(s, []).append(g)
+                        taken.add(g)
+            reuse[i] = own
+        out: dict[int, list[int]] = {}
+        for i, (_, srv) in sorted(placed.items()):
+            own = reuse[i]
+            gpus: list[int] = []
+            for s in srv:
+                if own.get(s):
+                    gpus.append(own[s].pop(0))
+                    continue
+                g = next(g for g in cl.gpus_of_server(s) if g not in taken)
+                taken.add(g)
+                gpus.append(g)
+            out[i] = gpus
+        return out
 
     def _start(self, sim: Simulator, job: JobState, t: str, gpus: list[int]) -> None:
         placement = node_runs(sim.cluster.gpu_server[g] for g in gpus)
@@ -560,6 +595,6 @@ class Sia:
         sim.resize(job, gpus, JobConfig(batch_size=int(batch)))
 
     def summary_extras(self, sim: Simulator) -> dict[str, object]:
-        """Rounds whose ILP was solved (solve times are in ``solve_ms``, not in the
-        deterministic summary)."""
-        return {"sia_rounds": len(self.solve_ms)}
+        """Rounds whose ILP was solved and free moves (solve times are in ``solve_ms``, not in
+        the deterministic summary)."""
+        return {"sia_rounds": len(self.solve_ms), "sia_free_moves": self.free_moves}
