@@ -30,3 +30,19 @@ def tagged_left(tag: str, timeout: float = 15.0) -> list[int]:
         time.sleep(0.2)
         left = [p for p, c in cmdlines().items() if tag in c]
     return left
+
+
+def run_cli(*args: str, timeout: float = 110.0, **kw):
+    """``python -m ddlsched.cli ARGS`` in the repository root, output captured (the live
+    tests' way of running ddlsched as a user does)."""
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "ddlsched.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=Path(__file__).resolve().parent.parent,
+        **kw,
+    )

@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from _processes import cmdlines
+from _processes import cmdlines, run_cli
 
 pytest.importorskip("ray")
 
@@ -84,15 +84,8 @@ def _job(jid: int, arrival: float, gpus: int, steps: int, tag: str, **extra: obj
     return "\n".join(lines) + "\n\n"
 
 
-def _ddl(*args: str, timeout: float = 110.0, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "ddlsched.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        **kw,
-    )
+def _ddl(*args: str, timeout: float = 110.0, **kw):
+    return run_cli(*args, timeout=timeout, **kw)
 
 
 def _events(out: Path) -> list[dict]:

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from _processes import cmdlines, tagged_left
+from _processes import cmdlines, run_cli, tagged_left
 from test_sia_inputs import write_sia_profiles
 
 from ddlsched.core.cluster_io import load_cluster
@@ -79,14 +79,8 @@ def _jobs(tmp: Path, tag: str, profiles: Path, n: int = 4, steps: int = 80) -> P
     return tmp / "jobs.toml"
 
 
-def _ddl(*args: str, timeout: float = 90.0) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "ddlsched.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-    )
+def _ddl(*args: str, timeout: float = 90.0, **kw):
+    return run_cli(*args, timeout=timeout, **kw)
 
 
 def _tagged(tag: str) -> list[int]:

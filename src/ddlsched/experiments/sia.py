@@ -170,55 +170,56 @@ def artifact_verdict(exp: Experiment, table: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-SIA_TABLE3 = Experiment(
-    name="sia-table3",
-    description=(
-        "Sia vs Pollux (heterogeneity-unaware) vs Gavel+TunedJobs on the heterogeneous 64-GPU "
-        "cluster (sia-64: 24 T4, 24 RTX 2080 Ti, 16 A100), the artifact's Philly, Helios "
-        "(saturn) and newTrace workloads (Sia Table 3; hours, GPU-hours per job)."
-    ),
-    cluster="sia-64",
-    workload="",
-    rows=[Row(n, p) for n, p in TABLE3_ROWS],
-    metrics=METRICS,
-    units=UNITS,
-    derived={"gpu_hours_per_job": gpu_hours_per_job},
-    paper_by_variant=TABLE3_PAPER,
-    resolve=_resolver("sia-64"),
-    variants=_variants(list(TRACES)),
-    plot=lambda e, t, o: bar_chart(e, t, o, "avg_jct"),
-    default_seeds=3,
-    task_cost=_cost,
-    verdict=artifact_verdict,
-    notes=(
-        "The paper averages 10 workloads per trace (Philly has 8 in the artifact); "
-        "`--seeds N` runs workload-1 … workload-N. p99 here is each workload's 99th "
-        "percentile averaged; the paper pools the workloads' jobs."
-    ),
+P99_NOTE = (
+    "p99 here is each workload's 99th percentile averaged; the paper pools the workloads' jobs."
 )
 
-SIA_TABLE4 = Experiment(
-    name="sia-table4",
-    description=(
-        "Sia vs Pollux vs Gavel+TunedJobs on a homogeneous 64-GPU cluster (sia-homo-64: 16 × "
-        "4 T4), the artifact's Philly workloads (Sia Table 4; hours, GPU-hours per job)."
-    ),
-    cluster="sia-homo-64",
-    workload="",
-    rows=[Row(n, p) for n, p in TABLE4_ROWS],
-    metrics=METRICS,
-    units=UNITS,
-    derived={"gpu_hours_per_job": gpu_hours_per_job},
-    paper_by_variant=TABLE4_PAPER,
-    resolve=_resolver("sia-homo-64"),
-    variants=_variants(["philly"]),
-    plot=lambda e, t, o: bar_chart(e, t, o, "avg_jct"),
-    default_seeds=3,
-    task_cost=_cost,
-    notes=(
-        "Shockwave and Themis (the paper's other rows) are not in ddlsched. p99 here is each "
-        "workload's 99th percentile averaged; the paper pools the workloads' jobs."
-    ),
+
+def _table(name: str, description: str, cluster: str, rows, paper, traces, notes: str, **kw):
+    """One of Sia's tables: rows × traces (variants) on ``cluster``, hours and GPU-hours."""
+    return Experiment(
+        name=name,
+        description=description,
+        cluster=cluster,
+        workload="",
+        rows=[Row(n, p) for n, p in rows],
+        metrics=METRICS,
+        units=UNITS,
+        derived={"gpu_hours_per_job": gpu_hours_per_job},
+        paper_by_variant=paper,
+        resolve=_resolver(cluster),
+        variants=_variants(traces),
+        plot=lambda e, t, o: bar_chart(e, t, o, "avg_jct"),
+        default_seeds=3,
+        task_cost=_cost,
+        notes=f"{notes} {P99_NOTE}",
+        **kw,
+    )
+
+
+SIA_TABLE3 = _table(
+    "sia-table3",
+    "Sia vs Pollux (heterogeneity-unaware) vs Gavel+TunedJobs on the heterogeneous 64-GPU "
+    "cluster (sia-64: 24 T4, 24 RTX 2080 Ti, 16 A100), the artifact's Philly, Helios "
+    "(saturn) and newTrace workloads (Sia Table 3; hours, GPU-hours per job).",
+    "sia-64",
+    TABLE3_ROWS,
+    TABLE3_PAPER,
+    list(TRACES),
+    "The paper averages 10 workloads per trace (Philly has 8 in the artifact); `--seeds N` "
+    "runs workload-1 … workload-N.",
+    verdict=artifact_verdict,
+)
+
+SIA_TABLE4 = _table(
+    "sia-table4",
+    "Sia vs Pollux vs Gavel+TunedJobs on a homogeneous 64-GPU cluster (sia-homo-64: 16 × 4 "
+    "T4), the artifact's Philly workloads (Sia Table 4; hours, GPU-hours per job).",
+    "sia-homo-64",
+    TABLE4_ROWS,
+    TABLE4_PAPER,
+    ["philly"],
+    "Shockwave and Themis (the paper's other rows) are not in ddlsched.",
 )
 
 SIA_EXPERIMENTS = [SIA_TABLE3, SIA_TABLE4]
