@@ -26,6 +26,7 @@ from pathlib import Path
 #: ddlsched policy and settings for each policy name of the artifact's results
 POLICIES: dict[str, tuple[str, dict[str, str]]] = {
     "sia": ("sia", {"interval": "60"}),
+    "pollux-unaware": ("pollux-unaware", {"interval": "60"}),
 }
 
 

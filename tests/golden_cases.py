@@ -77,7 +77,16 @@ def cases() -> list[Case]:
     for pol in ("sjf-bco", "yu-ff", "yu-ls", "yu-rand"):
         out.append(Case(f"plan-{pol}", policy=pol, **yu))
     for sem in ("events", "rounds"):
-        for pol in ("fifo", "sjf", "tiresias", "sjf-ffs", "sjf-bsbf", "pollux", "sia"):
+        for pol in (
+            "fifo",
+            "sjf",
+            "tiresias",
+            "sjf-ffs",
+            "sjf-bsbf",
+            "pollux",
+            "pollux-unaware",
+            "sia",
+        ):
             out.append(
                 Case(
                     f"profile-{pol}-{sem}",
