@@ -29,6 +29,7 @@ from pathlib import Path
 POLICIES: dict[str, tuple[str, dict[str, str]]] = {
     "sia": ("sia", {"interval": "60"}),  # --policy=sia --interval=60
     "gavel-tunedjobs": ("gavel", {"gavel_round": "360"}),  # --policy=gavel --interval=360
+    "pollux-unaware": ("pollux-unaware", {"interval": "60"}),  # multi_simulator_unaware.py
 }
 
 

@@ -84,6 +84,7 @@ def cases() -> list[Case]:
             "sjf-ffs",
             "sjf-bsbf",
             "pollux",
+            "pollux-unaware",
             "sia",
             "gavel-tunedjobs",
         ):

@@ -134,7 +134,9 @@ def test_list_shows_a_plugin_s_policies_with_their_kinds(plugin) -> None:
 
 def test_the_registry_is_the_one_list_of_builtin_names() -> None:
     names = builtin_policy_names()
-    assert len(names) == len(set(names)) == 18 + len(GAVEL)  # 18: sia, gavel-tunedjobs (#29)
+    assert (
+        len(names) == len(set(names)) == 19 + len(GAVEL)
+    )  # sia, gavel-tunedjobs, pollux-unaware (#29)
     by_kind = {n for k in JOB_KINDS for n in policies_for(k)}
     assert by_kind == set(names)
     assert set(PLANNER_NAMES) == {"sjf-bco", "yu-ff", "yu-ls", "yu-rand"}
@@ -254,11 +256,11 @@ def test_the_settings_a_builtin_reads_come_from_the_registry() -> None:
     assert readers == {
         "lam": {"sjf-bco"},
         "bco_kappa": {"sjf-bco"},
-        "interval": {"tiresias", "pollux", "sia"},
+        "interval": {"tiresias", "pollux", "pollux-unaware", "sia"},
         "backfill": {"fifo", "sjf"},
         "gpu_type_aware": {"fifo", "sjf"},
         "tiresias_thresholds": {"tiresias"},
-        "pollux_ncf_batch": {"pollux"},
+        "pollux_ncf_batch": {"pollux", "pollux-unaware"},
         "gavel_round": {*GAVEL, "gavel-tunedjobs"},
         "gavel_reset_interval": set(GAVEL),
         "gavel_fifo_quirk": {"gavel-fifo"},

@@ -144,7 +144,7 @@ SCOPES: dict[str, Rule] = {
     "ground_truth": (_PROFILE, _not_trace),
     "semantics": (_PROFILE, _not_trace),
     "interval": (
-        "to the tiresias, pollux and sia policies and to semantics=rounds (but not with "
+        "to the tiresias, pollux, pollux-unaware and sia policies and to semantics=rounds (but not with "
         "gavel-tunedjobs, whose rounds are gavel_round)",
         lambda r: (
             _reads("interval")(r)
@@ -160,7 +160,10 @@ SCOPES: dict[str, Rule] = {
         lambda r: r.kind in (PROFILE, DURATION, LIVE) and _reads("backfill")(r),
     ),
     "tiresias_thresholds": ("with the tiresias policy", _reads("tiresias_thresholds")),
-    "pollux_ncf_batch": ("with the pollux policy", _reads("pollux_ncf_batch")),
+    "pollux_ncf_batch": (
+        "with the pollux and pollux-unaware policies",
+        _reads("pollux_ncf_batch"),
+    ),
     **{k: ("with the sia policy", _reads(k)) for k in ("sia_p", "sia_lambda_n", "sia_lambda_a")},
     "gavel_round": (f"with Gavel's policies ({_GAVEL}) and gavel-tunedjobs", _reads("gavel_round")),
     "gavel_reset_interval": (f"with Gavel's policies ({_GAVEL})", _reads("gavel_reset_interval")),

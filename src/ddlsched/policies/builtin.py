@@ -72,6 +72,16 @@ def _pollux(settings: Settings, placement: str | None) -> Any:
     )
 
 
+def _pollux_unaware(settings: Settings, placement: str | None) -> Any:
+    from .pollux_unaware import PolluxUnaware
+
+    return PolluxUnaware(
+        interval=settings.interval,
+        restart_penalty=settings.rescale_delay,
+        ncf_batch=settings.pollux_ncf_batch,
+    )
+
+
 def _sia(settings: Settings, placement: str | None) -> Any:
     from ..perf.typed_profiles import calibration
     from .sia import Sia
@@ -222,6 +232,14 @@ def register_builtins(register_policy: Callable[..., Any]) -> None:
             False,
             ("interval", "pollux_ncf_batch"),
             "elastic: GPUs per server and batch per job every round (goodput, p = -1)",
+        ),
+        (
+            "pollux-unaware",
+            _pollux_unaware,
+            (PROFILE_JOBS,),
+            False,
+            ("interval", "pollux_ncf_batch"),
+            "Pollux seeing one GPU type: 4-GPU virtual nodes, one model per job (Sia's baseline)",
         ),
         (
             "sia",

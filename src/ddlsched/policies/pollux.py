@@ -87,7 +87,18 @@ class Pollux:
         prob = self.problem(sim, jobs)
         if self.record is not None:
             self.record.append(prob)
-        self._apply(sim, jobs, prob, search(prob, compiled=self._compiled))
+        self._apply(sim, jobs, prob, self.repair(prob, search(prob, compiled=self._compiled)))
+
+    def repair(self, prob: RoundProblem, alloc: np.ndarray) -> np.ndarray:
+        """The allocation to realise from the search's (a heterogeneity-unaware variant drops
+        GPUs here); Pollux's own: unchanged."""
+        return alloc
+
+    def nodes(self, sim: Simulator) -> list[list[int]]:
+        """The GPU ids of each node the search allocates on: the cluster's servers (a
+        heterogeneity-unaware variant: virtual nodes)."""
+        cl = sim.cluster
+        return [list(cl.gpus_of_server(s)) for s in range(cl.num_servers)]
 
     def _account(self, sim: Simulator) -> None:
         """Attained GPU-seconds since the last round (the artifact's repair order, pol:147-150)."""
@@ -180,8 +191,10 @@ class Pollux:
     def problem(self, sim: Simulator, jobs: list[JobState]) -> RoundProblem:
         """This round's allocation problem (pollux_search): speedup tables of every job on one
         and on several nodes up to its replica limit, current per-node GPUs, restart factors."""
-        cl = sim.cluster
-        per, total, n = cl.max_gpus_per_server, cl.num_gpus, cl.num_servers
+        view = self.nodes(sim)
+        node_of = {g: v for v, gpus in enumerate(view) for g in gpus}
+        sizes = [len(gpus) for gpus in view]
+        per, total, n = max(sizes), sum(sizes), len(view)
         fair = max(1, math.ceil(total / len(jobs)))
         limits = [self._limit(j, total) for j in jobs]
         k = max(per, *limits)
@@ -196,7 +209,7 @@ class Pollux:
             multi[i, 2 : len(m_row) + 2] = m_row
             # a preempted job's ``gpus`` still names its last GPUs: count running jobs only
             for g in j.gpus if j.job_id in sim.running else ():
-                current[i, cl.gpu_server[g]] += 1
+                current[i, node_of[g]] += 1
             age = sim.now - j.arrival
             restarts = self._restarts.get(j.job_id, 0)
             restart[i] = max(age - self.restart_penalty * restarts, 0.0) / (
@@ -208,7 +221,6 @@ class Pollux:
         )
         # servers of different sizes (e.g. Sia's sia-64: 4- and 8-GPU nodes, a sharing-anomaly
         # private cluster): each node's own GPU count bounds its allocations
-        sizes = [srv.num_gpus for srv in cl.servers]
         return RoundProblem(
             capacity=None if min(sizes) == per else np.array(sizes, dtype=np.int64),
             num_nodes=n,
@@ -228,16 +240,13 @@ class Pollux:
         """Realise the per-node allocation exactly: jobs whose row is unchanged keep their GPUs
         (and re-tune their batch), the others stop and start on the chosen number of free GPUs
         of each node (lowest GPU ids first), with the batch their model picks."""
-        cl = sim.cluster
         running = [j.job_id in sim.running for j in jobs]
         keep = [run and bool((alloc[i] == prob.current[i]).all()) for i, run in enumerate(running)]
         for j, run, kept in zip(jobs, running, keep, strict=True):
             if run and not kept:  # stop the jobs whose allocation changes
                 sim.preempt(j)
                 self._restarts[j.job_id] = self._restarts.get(j.job_id, 0) + 1
-        free = [
-            [g for g in cl.gpus_of_server(s) if not sim.residents[g]] for s in range(cl.num_servers)
-        ]
+        free = [[g for g in gpus if not sim.residents[g]] for gpus in self.nodes(sim)]
         for j, kept in zip(jobs, keep, strict=True):  # kept jobs re-tune their batch (events;
             if kept:  # rounds does it in every step)
                 self.ex.rebatch(j)
@@ -255,6 +264,6 @@ class Pollux:
             if self._pinned(j):
                 batch = self.ncf_batch
             else:
-                nodes = int(np.count_nonzero(alloc[i]))
+                nodes = len({sim.cluster.gpu_server[g] for g in gpus})  # real servers
                 batch, _ = self._model(j).optimize(nodes, r, self.ex.epoch(j))
             sim.resize(j, gpus, JobConfig(batch_size=int(batch)))
