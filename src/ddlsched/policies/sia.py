@@ -287,6 +287,10 @@ class Sia:
     _prev: dict[int, int] = field(default_factory=dict, init=False, repr=False)
     _restarts: dict[int, int] = field(default_factory=dict, init=False, repr=False)
     _restore_until: dict[int, float] = field(default_factory=dict, init=False, repr=False)
+    #: job id → (state key, goodput row): the last row of each job and what it depends on
+    _rows: dict[int, tuple[tuple[object, ...], np.ndarray]] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     # ------------------------------------------------------------------ set-up
     def attach(self, sim: Simulator) -> None:
@@ -390,9 +394,40 @@ class Sia:
             hit = self._xput[key] = one_gpu_throughput(src_app) / one_gpu_throughput(dest_app)
         return hit
 
+    def _row_key(self, job: JobState) -> tuple[object, ...]:
+        """What :meth:`goodput_row` depends on besides the job's (fixed) application, batch
+        and the cluster: per modelled type the exact bytes of its throughput parameters and
+        the most replicas it ran on, and the bytes of the gradient statistics."""
+        fits = self._fits.get(job.job_id, {})
+        grad = self._grad.get(job.job_id)
+        return (
+            None if grad is None else np.array(grad, dtype=np.float64).tobytes(),
+            *(
+                (
+                    t,
+                    None
+                    if m.params is None
+                    else np.array(m.params.as_tuple(), dtype=np.float64).tobytes(),
+                    m.max_profiled_replicas,
+                )
+                for t, m in fits.items()
+            ),
+        )
+
     def goodput_row(self, job: JobState) -> np.ndarray:
         """Job's normalised goodput per configuration (sia.py:612-719), before the restart
-        factor."""
+        factor. A pure function of :meth:`_row_key`: the last row of each job is kept and
+        returned (a copy) while its key is unchanged — a job's model and gradient statistics
+        change far less often than a 60 s round comes."""
+        key = self._row_key(job)
+        hit = self._rows.get(job.job_id)
+        if hit is not None and hit[0] == key:
+            return hit[1].copy()
+        row = self._goodput_row(job)
+        self._rows[job.job_id] = (key, row.copy())
+        return row
+
+    def _goodput_row(self, job: JobState) -> np.ndarray:
         row = np.full(len(self.configs), ZERO_ALLOC_GAIN)
         fits = self._fits.get(job.job_id, {})
         grad = self._grad.get(job.job_id)
