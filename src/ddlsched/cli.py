@@ -24,6 +24,16 @@ def _parse_sets(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def _sets_with_fit(args: argparse.Namespace) -> dict[str, str]:
+    """``--set`` pairs on top of ``--contention-fit``'s a, b, eta (an explicit ``--set`` wins)."""
+    sets = _parse_sets(args.set or [])
+    if not getattr(args, "contention_fit", None):
+        return sets
+    from .testbed.fit import fit_settings
+
+    return {**fit_settings(args.contention_fit), **sets}
+
+
 def _run_options(args: argparse.Namespace) -> dict[str, object]:
     """The ``run`` options given on the command line (None = not given), by config key."""
     from .config import RUN_KEYS
@@ -47,7 +57,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .progress import ProgressBar
 
     cfg = load_run_config(args.config) if args.config else RunConfig()
-    cfg = with_overrides(cfg, _run_options(args), _parse_sets(args.set or []))
+    cfg = with_overrides(cfg, _run_options(args), _sets_with_fit(args))
     cfg.check_complete()
     if not cfg.out:
         raise InputError("missing; give --out or `out = ...` in the --config file", field="out")
@@ -110,7 +120,7 @@ def cmd_live(args: argparse.Namespace) -> int:
         policy=args.policy,
         cluster=args.cluster,
         ray_address=args.ray_address,
-        settings=Settings.from_mapping(_parse_sets(args.set or [])),
+        settings=Settings.from_mapping(_sets_with_fit(args)),
         time_scale=args.time_scale,
         grace=args.grace,
         launcher="local" if args.local else "ray",
@@ -787,6 +797,12 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{text} (see '{self.prog} --help')")
 
 
+_FIT_HELP = (
+    "a summary.json of `ddlsched testbed measure`: its fitted a, b, eta as settings "
+    "(an explicit --set wins); docs/testbed.md"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .parsing import float_arg, int_arg
 
@@ -827,6 +843,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="engine/model setting, e.g. iterations_per_task=1000, kappa=2, granularity=job",
     )
+    r.add_argument("--contention-fit", metavar="SUMMARY.json", help=_FIT_HELP)
     r.add_argument("--out", help="output directory (or `out` in the --config file)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument(
@@ -846,6 +863,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     lv.add_argument("--policy", required=True, help="fifo, sjf, tiresias, or FILE.py:FACTORY")
     lv.add_argument("--set", action="append", metavar="KEY=VALUE", help="policy setting")
+    lv.add_argument("--contention-fit", metavar="SUMMARY.json", help=_FIT_HELP)
     lv.add_argument(
         "--time-scale",
         type=float_arg,

@@ -355,7 +355,6 @@ class Settings(
             "poll_interval",
             "max_jobs_per_gpu",
             "xi2",
-            "alpha",
             "pollux_ncf_batch",
             "gavel_reset_interval",
         ):
@@ -364,6 +363,12 @@ class Settings(
         for name in ("xi1", "reduction_speed", "u"):
             if not getattr(self, name) > 0:
                 raise InputError("must be > 0", source=source, field=name)
+        if not self.alpha > -1:
+            # Yu's f = k + α(k−1) = k(1+α) − α stays ≥ 1 and grows with k iff α > −1; a fit to
+            # a measured link may give α < 0 (shares better than k-fold; docs/models.md)
+            raise InputError(
+                "must be > −1 (f(α, k) = k + α(k−1) must grow with k)", source=source, field="alpha"
+            )
         if self.bco_kappa < 0:
             raise InputError("must be ≥ 0 (0 searches every κ)", source=source, field="bco_kappa")
         if self.lam < 1:

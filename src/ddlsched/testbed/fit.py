@@ -167,3 +167,37 @@ def fit_and_score(points: Sequence[Point], fit_on: Callable[[Point], bool], b_e:
         wang_mre=mre(test, lambda k, s: wang_time(wang, k, s)),
         yu_mre=mre(test, lambda k, s: yu_time(yu, k, s, b_e)),
     )
+
+
+#: the settings ``--contention-fit`` takes from a summary.json: Wang's model, which the
+#: simulator's Wang presets and the live gates (``live --gate``) price all-reduces with
+FIT_KEYS = ("a", "b", "eta")
+
+
+def fit_settings(path: str) -> dict[str, str]:
+    """``a``, ``b``, ``eta`` of ``testbed measure``'s ``summary.json`` at ``path`` as ``--set``
+    strings (``repr`` keeps every digit); ``InputError`` naming ``--contention-fit`` for a file
+    that is missing, not JSON, or without the three numbers."""
+    import json
+
+    from ..errors import InputError
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            summary = json.load(f)
+    except OSError as e:
+        raise InputError(f"{path}: {e.strerror or e}", field="--contention-fit") from None
+    except ValueError as e:
+        raise InputError(f"{path}: not JSON ({e})", field="--contention-fit") from None
+    if not isinstance(summary, dict):
+        raise InputError(f"{path}: not a testbed measure summary.json", field="--contention-fit")
+    out: dict[str, str] = {}
+    for key in FIT_KEYS:
+        value = summary.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InputError(
+                f"{path}: no number {key!r} (a summary.json of `ddlsched testbed measure`)",
+                field="--contention-fit",
+            )
+        out[key] = repr(float(value))
+    return out
