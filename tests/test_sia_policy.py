@@ -293,19 +293,14 @@ def _value(cost: np.ndarray, choice: list[int], lam: float, minimise: bool) -> f
     return round(v if minimise else -v, 6)
 
 
-@pytest.mark.parametrize("lp_fix", [False, True])
-def test_pruned_ilp_has_the_plain_ilps_optimum(
-    monkeypatch: pytest.MonkeyPatch, lp_fix: bool
-) -> None:
-    """``solve_ilp``'s pruning (``useful_columns``, the fixed jobs taken out, and with
-    ``lp_fix`` the LP's reduced-cost fixing) keeps the optimum of the whole ILP: on random
-    instances, with an exact gap, both solves reach the same objective, and the pruned one's
-    answer is feasible (capacity, fixed columns)."""
+def test_pruned_ilp_has_the_plain_ilps_optimum(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``solve_ilp``'s pruning (``useful_columns``, the fixed jobs taken out, the LP's
+    reduced-cost fixing) keeps the optimum of the whole ILP: on random instances, with an
+    exact gap, both solves reach the same objective, and the pruned one's answer is feasible
+    (capacity, fixed columns)."""
     import ddlsched.policies.sia as sia_mod
 
     monkeypatch.setattr(sia_mod, "MIP_GAP", 0.0)
-    if lp_fix:
-        monkeypatch.setattr(sia_mod, "LP_FIX_COLUMNS", 0)
     rng = np.random.default_rng(29)
     for trial in range(40):
         cost, gpus, type_of, capacity = _random_ilp(rng, int(rng.integers(1, 14)))
@@ -317,7 +312,7 @@ def test_pruned_ilp_has_the_plain_ilps_optimum(
             c = int(np.argmin(np.where(gpus <= capacity[type_of], cost[j], np.inf)))
             fixed = [(j, c)]
         plain = solve_ilp(cost, gpus, type_of, capacity, lam, fixed, minimise, prune=False)
-        fast = solve_ilp(cost, gpus, type_of, capacity, lam, fixed, minimise)
+        fast = solve_ilp(cost, gpus, type_of, capacity, lam, fixed, minimise, prune=True)
         assert _value(cost, fast, lam, minimise) == _value(cost, plain, lam, minimise)
         used = np.zeros(capacity.size)
         for c in fast:
@@ -337,3 +332,24 @@ def test_useful_columns_rules() -> None:
     cost = np.array([[1.0, 1.0, 0.9, 1.0], [1.2, 0.8, 0.9, 1.1]])
     keep = useful_columns(cost, gpus, type_of, 1.1)
     assert keep.tolist() == [[True, False, True, True], [False, True, False, False]]
+
+
+def test_small_ilps_are_solved_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below ``PRUNE_FROM`` variables the default is the whole ILP (Sia's own scale keeps the
+    tied optimum HiGHS returns for it); from it on, the pruned one."""
+    import ddlsched.policies.sia as sia_mod
+
+    seen: list[int] = []
+    real = sia_mod.useful_columns
+
+    def spy(cost: np.ndarray, *args: object) -> np.ndarray:
+        seen.append(cost.size)
+        return real(cost, *args)
+
+    monkeypatch.setattr(sia_mod, "useful_columns", spy)
+    cost, gpus, type_of, capacity = _random_ilp(np.random.default_rng(1), 5)
+    solve_ilp(cost, gpus, type_of, capacity, 1.1, [])
+    assert seen == []
+    monkeypatch.setattr(sia_mod, "PRUNE_FROM", cost.size)
+    solve_ilp(cost, gpus, type_of, capacity, 1.1, [])
+    assert seen == [cost.size]
