@@ -267,3 +267,89 @@ def test_every_job_runs_where_the_artifacts_placement_puts_it(tmp_path) -> None:
     res = simulate(load_cluster("sia-64"), jobs, pol, settings=settings)
     assert len(res.jobs) == len(jobs) and _PlacementWatch.checked > 0
     assert res.summary["sia_free_moves"] == pol.free_moves > 0
+
+
+def _random_ilp(rng: np.random.Generator, jobs: int) -> tuple:
+    """A small random instance of Sia's ILP: 2 types, ties in the 0.01-rounded costs."""
+    types = [(4, 3), (8, 2)]  # (GPUs per node, nodes)
+    configs = [
+        (t, g) for t, (per, nodes) in enumerate(types) for _, g in configurations(per, nodes)
+    ]
+    gpus = np.array([g for _, g in configs])
+    type_of = np.array([t for t, _ in configs])
+    capacity = np.array([per * nodes for per, nodes in types]) // 2
+    g = np.full((jobs, len(configs)), ZERO_ALLOC_GAIN)
+    for j in range(jobs):
+        limit = int(rng.choice([1, 2, 4, 8, 16]))
+        speed = rng.uniform(0.5, 3.0, size=len(types))
+        for c, (t, n) in enumerate(configs):
+            if n <= limit:
+                g[j, c] = speed[t] * n ** rng.uniform(0.3, 1.0)
+    return costs(g / g[g > ZERO_ALLOC_GAIN].min()), gpus, type_of, capacity
+
+
+def _value(cost: np.ndarray, choice: list[int], lam: float, minimise: bool) -> float:
+    v = sum(cost[j, c] - lam for j, c in enumerate(choice) if c >= 0)
+    return round(v if minimise else -v, 6)
+
+
+def test_pruned_ilp_has_the_plain_ilps_optimum(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``solve_ilp``'s pruning (``useful_columns``, the fixed jobs taken out, the LP's
+    reduced-cost fixing) keeps the optimum of the whole ILP: on random instances, with an
+    exact gap, both solves reach the same objective, and the pruned one's answer is feasible
+    (capacity, fixed columns)."""
+    import ddlsched.policies.sia as sia_mod
+
+    monkeypatch.setattr(sia_mod, "MIP_GAP", 0.0)
+    rng = np.random.default_rng(29)
+    for trial in range(40):
+        cost, gpus, type_of, capacity = _random_ilp(rng, int(rng.integers(1, 14)))
+        minimise = trial % 5 != 4
+        lam = 1.1 if minimise else float(rng.choice([0.5, 1.1, 2.0]))
+        fixed: list[tuple[int, int]] = []
+        if trial % 3 == 0:
+            j = int(rng.integers(cost.shape[0]))
+            c = int(np.argmin(np.where(gpus <= capacity[type_of], cost[j], np.inf)))
+            fixed = [(j, c)]
+        plain = solve_ilp(cost, gpus, type_of, capacity, lam, fixed, minimise, prune=False)
+        fast = solve_ilp(cost, gpus, type_of, capacity, lam, fixed, minimise, prune=True)
+        assert _value(cost, fast, lam, minimise) == _value(cost, plain, lam, minimise)
+        used = np.zeros(capacity.size)
+        for c in fast:
+            if c >= 0:
+                used[type_of[c]] += gpus[c]
+        assert (used <= capacity).all()
+        assert all(fast[j] == c for j, c in fixed)
+
+
+def test_useful_columns_rules() -> None:
+    """Rule 1 drops a column no cheaper than λ_n; rule 2 one of the same type with more GPUs
+    and no lower cost; a column of another type or a strictly cheaper one stays."""
+    from ddlsched.policies.sia import useful_columns
+
+    gpus = np.array([1, 2, 4, 1])
+    type_of = np.array([0, 0, 0, 1])
+    cost = np.array([[1.0, 1.0, 0.9, 1.0], [1.2, 0.8, 0.9, 1.1]])
+    keep = useful_columns(cost, gpus, type_of, 1.1)
+    assert keep.tolist() == [[True, False, True, True], [False, True, False, False]]
+
+
+def test_small_ilps_are_solved_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Below ``PRUNE_FROM`` variables the default is the whole ILP (Sia's own scale keeps the
+    tied optimum HiGHS returns for it); from it on, the pruned one."""
+    import ddlsched.policies.sia as sia_mod
+
+    seen: list[int] = []
+    real = sia_mod.useful_columns
+
+    def spy(cost: np.ndarray, *args: object) -> np.ndarray:
+        seen.append(cost.size)
+        return real(cost, *args)
+
+    monkeypatch.setattr(sia_mod, "useful_columns", spy)
+    cost, gpus, type_of, capacity = _random_ilp(np.random.default_rng(1), 5)
+    solve_ilp(cost, gpus, type_of, capacity, 1.1, [])
+    assert seen == []
+    monkeypatch.setattr(sia_mod, "PRUNE_FROM", cost.size)
+    solve_ilp(cost, gpus, type_of, capacity, 1.1, [])
+    assert seen == [cost.size]
