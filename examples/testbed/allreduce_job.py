@@ -83,6 +83,9 @@ def main() -> int:
     ap.add_argument("--mb", type=float, default=4.0)
     ap.add_argument("--backend", choices=("auto", "gloo", "ring"), default="auto")
     ap.add_argument("--timeout", type=float, default=120.0)
+    # what the gate is told: M (default), or M·2(w−1)/w, the bytes a ring all-reduce puts on
+    # each uplink relative to a 2-worker one (what Wang's b fitted on 2 servers prices)
+    ap.add_argument("--ask-link-bytes", action="store_true")
     args = ap.parse_args()
     rank, world = live.rank(), live.world_size()
     ckpt = os.path.join(live.checkpoint_dir() or ".", "step")
@@ -92,6 +95,8 @@ def main() -> int:
     backend, all_reduce, close = _backend(args.backend, rank, world, args.mb, args.timeout)
     want = world * (world + 1) / 2
     nbytes = args.mb * 1e6
+    if args.ask_link_bytes and world > 1:
+        nbytes *= 2 * (world - 1) / world
     comm_s = 0.0
     try:
         while step < args.iters:
