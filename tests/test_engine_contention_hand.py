@@ -240,3 +240,28 @@ def test_latency_is_not_slowed_by_contention():
     fin = finishes(jobs, "srsf", {"a": 0.01, "b": B, "eta": ETA})
     assert fin[0] == approx(0.26)
     assert fin[1] == approx(0.56)
+
+
+# ------------------------------------------- η < 0: links that share better than additive (#30)
+def test_negative_eta_is_allowed_while_b_plus_eta_is_positive():
+    # The testbed measures η/b ≈ −0.1 (docs/models.md, "η < 0"). With b = 1e-9, η = −0.2e-9:
+    # k = 2 per byte 2b + η = 1.8e-9; both 100 MB all-reduces start at 0 under SRSF(2) and
+    # finish together at 100e6 · 1.8e-9 = 0.18 s (not 0.2 s, the additive share).
+    jobs = [comm_job(0, 0.0, 100), comm_job(1, 0.0, 100)]
+    fin = finishes(jobs, "srsf2", {"a": 0.0, "b": B, "eta": -0.2e-9})
+    assert fin[0] == approx(0.18) and fin[1] == approx(0.18)
+    # Theorem 2's threshold b / (2(b + η)) = 1 / 1.6 = 0.625
+    assert LinearContention(a=0.0, b=B, eta=-0.2e-9).adadual_threshold == approx(0.625)
+    # AdaDUAL runs with it (k = 2 both ways: 100/100 = 1 ≥ 0.625, so the second waits)
+    fin = finishes(jobs, "ada-srsf", {"a": 0.0, "b": B, "eta": -0.2e-9})
+    assert sorted(fin.values()) == [approx(0.1), approx(0.2)]
+
+
+@pytest.mark.parametrize("eta", ["-1e-9", "-2e-9"])
+def test_eta_at_or_below_minus_b_is_refused(eta):
+    from ddlsched.errors import InputError
+    from ddlsched.settings import Settings
+
+    with pytest.raises(InputError, match=r"must be ≥ 0 or > −b") as info:
+        Settings.from_mapping({"b": "1e-9", "eta": eta})
+    assert info.value.field == "eta"

@@ -290,3 +290,35 @@ def test_a_stop_request_while_waiting_returns_false(tmp_path):
         time.sleep(0.1)
         assert ch.waiting() == []  # the ask was withdrawn with its connection
         holder.close()
+
+
+def test_live_gate_takes_wang_fit_from_set_and_only_with_a_gate(tmp_path):
+    """``testbed measure``'s fit (a, b and a negative η) reaches the gate's model through
+    ``--set`` (summary.json ``comm_model``); without ``--gate`` the same keys are refused."""
+    root = Path(__file__).resolve().parents[1]
+    job = [sys.executable, str(root / "examples" / "testbed" / "allreduce_job.py"),
+           "--iters", "3", "--compute-s", "0.05", "--mb", "0.1", "--backend", "ring",
+           "--timeout", "30"]  # fmt: skip
+    jobs = tmp_path / "jobs.toml"
+    jobs.write_text(
+        f"[[jobs]]\njob_id = 0\narrival = 0.0\ngpus = 2\ncommand = {json.dumps(job)}\n"
+        "duration = 5.0\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(root / "src"), DDLSCHED_RUNTIME_DIR=str(tmp_path / "rt"))
+    fit = ["--set", "a=0", "--set", "b=1.85e-7", "--set", "eta=-1.4e-8"]
+
+    def live(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "ddlsched", "live", "--quiet", "--local", "--cluster", "tiny",
+             "--workload", str(jobs), "--policy", "sjf", *fit, *args],
+            env=env, cwd=root, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    res = live("--gate", "adadual", "--out", str(tmp_path / "gated"))
+    assert res.returncode == 0, res.stderr
+    summary = json.loads((tmp_path / "gated" / "summary.json").read_text())
+    assert summary["comm_model"] == {"a": 0.0, "b": 1.85e-7, "eta": -1.4e-8}
+    assert summary["comm_asks"] == 3 and summary["num_jobs"] == 1
+    res = live("--out", str(tmp_path / "ungated"))
+    assert res.returncode == 2 and "field 'a'" in res.stderr
+    assert not (tmp_path / "ungated").exists()

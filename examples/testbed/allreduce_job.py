@@ -56,7 +56,7 @@ def _backend(name: str, rank: int, world: int, mb: float, timeout: float):  # no
             dist.all_reduce(buf)
             return float(buf[0])
 
-        return "gloo", all_reduce, dist.destroy_process_group
+        return "gloo", all_reduce, dist.barrier, dist.destroy_process_group
     from ddlsched.testbed.worker import Ring
 
     addrs = os.environ.get("DDLSCHED_ADDRS", "").split(",")
@@ -73,7 +73,13 @@ def _backend(name: str, rank: int, world: int, mb: float, timeout: float):  # no
             ring.all_reduce(arr, scratch)
         return float(arr[0])
 
-    return "ring", ring_reduce, (ring.close if ring is not None else lambda: None)
+    noop = lambda: None  # noqa: E731
+    return (
+        "ring",
+        ring_reduce,
+        (ring.barrier if ring is not None else noop),
+        (ring.close if ring is not None else noop),
+    )
 
 
 def main() -> int:
@@ -83,21 +89,31 @@ def main() -> int:
     ap.add_argument("--mb", type=float, default=4.0)
     ap.add_argument("--backend", choices=("auto", "gloo", "ring"), default="auto")
     ap.add_argument("--timeout", type=float, default=120.0)
+    # what the gate is told: M (default), or M·2(w−1)/w, the bytes a ring all-reduce puts on
+    # each uplink relative to a 2-worker one (what Wang's b fitted on 2 servers prices)
+    ap.add_argument("--ask-link-bytes", action="store_true")
     args = ap.parse_args()
     rank, world = live.rank(), live.world_size()
     ckpt = os.path.join(live.checkpoint_dir() or ".", "step")
     saved = live.load_checkpoint(ckpt) if live.checkpoint_dir() else None
     step = int(saved) if saved else 0
     live.should_stop()  # from here on a SIGTERM is a stop request
-    backend, all_reduce, close = _backend(args.backend, rank, world, args.mb, args.timeout)
+    backend, all_reduce, barrier, close = _backend(args.backend, rank, world, args.mb, args.timeout)
     want = world * (world + 1) / 2
     nbytes = args.mb * 1e6
+    gated = world > 1 and bool(os.environ.get("DDLSCHED_COMM"))
+    if args.ask_link_bytes and world > 1:
+        nbytes *= 2 * (world - 1) / world
     comm_s = 0.0
     try:
         while step < args.iters:
             time.sleep(args.compute_s)  # forward + backward
             if not live.may_communicate(nbytes, step):
                 break  # a stop request while waiting for the gate
+            if gated:
+                # only rank 0 asks: the others wait here for it, so that no rank puts bytes
+                # on a link before the gate said yes (a ring's first step sends at once)
+                barrier()
             t0 = time.monotonic()
             got = all_reduce()
             comm_s += time.monotonic() - t0

@@ -349,7 +349,6 @@ class Settings(
         for name in (
             "a",
             "b",
-            "eta",
             "restart_delay",
             "stop_delay",
             "poll_interval",
@@ -360,6 +359,14 @@ class Settings(
         ):
             if getattr(self, name) < 0:
                 raise InputError("must be ≥ 0", source=source, field=name)
+        if self.eta < 0 and not self.b + self.eta > 0:
+            # η < 0 is a measured fact (docs/models.md, "η < 0"): k all-reduces on one link take
+            # less than k times one; every per-byte cost k·b + (k−1)·η stays > 0 iff b + η > 0
+            raise InputError(
+                f"must be ≥ 0 or > −b = {-self.b:g} (a negative η keeps every k·b + (k−1)·η > 0)",
+                source=source,
+                field="eta",
+            )
         for name in ("xi1", "reduction_speed", "u"):
             if not getattr(self, name) > 0:
                 raise InputError("must be > 0", source=source, field=name)

@@ -128,6 +128,12 @@ def run_live(
             )
         cfg = replace(cfg, cluster=testbed_cluster_file(cfg.testbed), launcher="testbed")
     gate = resolve_gate(cfg.gate)
+    # Wang's a, b, η (``--set``; e.g. ``testbed measure``'s fit) price the gate's all-reduces
+    # (the channel's contention model); the live jobs' own times are measured, not modelled,
+    # so the engine gets the defaults and only a run without a gate refuses them (scope)
+    sim_settings = cfg.settings
+    if cfg.gate is not None:
+        sim_settings = replace(cfg.settings, a=Settings.a, b=Settings.b, eta=Settings.eta)
     cluster = None
     if cfg.ray_address is None:
         if not cfg.cluster:
@@ -172,7 +178,7 @@ def run_live(
                 specs,
                 cfg.policy,
                 seed=cfg.seed,
-                settings=cfg.settings,
+                settings=sim_settings,
                 progress=progress,
                 backend=backend,
             )
@@ -190,6 +196,8 @@ def run_live(
             if channel is not None:
                 res.summary["comm_asks"] = channel.asks
                 res.summary["comm_waits"] = channel.waits
+                m = cfg.settings.contention
+                res.summary["comm_model"] = {"a": m.a, "b": m.b, "eta": m.eta}
             log.close()
             write_measured(executor.measured(), d / "measured.csv")
             write_result_files(res, d, config=record)
