@@ -322,3 +322,11 @@ def test_live_gate_takes_wang_fit_from_set_and_only_with_a_gate(tmp_path):
     res = live("--out", str(tmp_path / "ungated"))
     assert res.returncode == 2 and "field 'a'" in res.stderr
     assert not (tmp_path / "ungated").exists()
+    # the same fit from the file `testbed measure` writes (--contention-fit), η < 0 included
+    (tmp_path / "summary.json").write_text(json.dumps({"a": 0.0, "b": 1.85e-7, "eta": -1.4e-8}))
+    fit.clear()
+    fit += ["--contention-fit", str(tmp_path / "summary.json")]
+    res = live("--gate", "adadual", "--out", str(tmp_path / "from-file"))
+    assert res.returncode == 0, res.stderr
+    summary = json.loads((tmp_path / "from-file" / "summary.json").read_text())
+    assert summary["comm_model"] == {"a": 0.0, "b": 1.85e-7, "eta": -1.4e-8}
