@@ -135,3 +135,11 @@ def test_data_placeholder_builtin_stand_in_derived_metric_and_papers_by_variant(
     assert got["avg_jct"]["paper"] == 7.0 and got["avg_jct"]["note"] == f"from {tmp_path}"
     builtin = {t["metric"]: t for t in run_experiment(exp, workers=1)}
     assert builtin["jobs_x2"]["ours_mean"] == 6.0  # the stand-in's three jobs
+
+
+def test_gpu_hours_intervals_never_go_below_zero() -> None:
+    from ddlsched.experiments.runner import mean_ci, metric_range
+
+    lo, _ = metric_range("gpu_hours_per_job")
+    assert lo == 0.0
+    assert mean_ci([0.1, 0.2, 14.0], bounds=metric_range("gpu_hours_per_job"))[1] == 0.0

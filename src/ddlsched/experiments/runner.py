@@ -154,6 +154,7 @@ NON_NEGATIVE_METRICS = frozenset(
         "plan_horizon",
         "plan_extended",
         "preemptions",
+        "gpu_hours_per_job",
     }
 )
 CI_NOTE = "95 % Student-t interval, clipped to the metric's range"

@@ -162,7 +162,7 @@ def artifact_verdict(exp: Experiment, table: list[dict]) -> str:
         ours = t["ours_mean"]
         lines.append(
             f"| {t['variant']} | {t['row']} | {ours:.3f} | {art:.3f} | "
-            f"{(ours / art - 1) * 100:+.1f} % | 1–{n} |"
+            f"{round((ours / art - 1) * 100, 1) + 0.0:+.1f} % | 1–{n} |"
         )
         shown += 1
     if not shown:
