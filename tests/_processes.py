@@ -46,3 +46,12 @@ def run_cli(*args: str, timeout: float = 110.0, **kw):
         cwd=Path(__file__).resolve().parent.parent,
         **kw,
     )
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (signal 0: nothing is sent)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

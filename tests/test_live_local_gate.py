@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from _processes import alive
+
 ROOT = Path(__file__).resolve().parents[1]
 
 JOB = """\
@@ -33,11 +35,7 @@ for i in range(iters):
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    return alive(pid)
 
 
 def test_local_gate_srsf1_serialises_allreduces_on_a_shared_server(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import sys
 import time
 
 import pytest
+from _processes import alive
 
 from ddlsched.api import build_simulator
 from ddlsched.core.cluster_io import load_cluster
@@ -20,11 +21,7 @@ from ddlsched.workloads.presets import load_workload
 
 
 def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    return alive(pid)
 
 
 @pytest.fixture

@@ -364,13 +364,20 @@ def solve_ilp(
     n = var_job.size
     if n == 0:
         return out
-    live, job_row = np.unique(var_job, return_inverse=True)
     types = int(capacity.size)
-    row_idx = np.concatenate([job_row, live.size + type_of[var_col]])
-    col_idx = np.concatenate([np.arange(n), np.arange(n)])
-    vals = np.concatenate([np.ones(n), gpus[var_col].astype(float)])
-    a = csr_matrix((vals, (row_idx, col_idx)), shape=(live.size + types, n))
-    upper = np.concatenate([np.ones(live.size), cap_left])
+
+    def rows(var_job: np.ndarray, var_col: np.ndarray):
+        """The jobs with a variable, and the constraints: one configuration per such job,
+        GPUs per type within what is left."""
+        live, job_row = np.unique(var_job, return_inverse=True)
+        m = var_job.size
+        row_idx = np.concatenate([job_row, live.size + type_of[var_col]])
+        col_idx = np.concatenate([np.arange(m), np.arange(m)])
+        vals = np.concatenate([np.ones(m), gpus[var_col].astype(float)])
+        a = csr_matrix((vals, (row_idx, col_idx)), shape=(live.size + types, m))
+        return live, a, np.concatenate([np.ones(live.size), cap_left])
+
+    live, a, upper = rows(var_job, var_col)
     lb = np.zeros(n)
     if lb_fixed:
         lb[np.searchsorted(var_job * cols + var_col, lb_fixed)] = 1.0
@@ -381,12 +388,7 @@ def solve_ilp(
         if kept is not None and kept.size < n:
             var_job, var_col, obj = var_job[kept], var_col[kept], obj[kept]
             n = kept.size
-            live, job_row = np.unique(var_job, return_inverse=True)
-            row_idx = np.concatenate([job_row, live.size + type_of[var_col]])
-            col_idx = np.concatenate([np.arange(n), np.arange(n)])
-            vals = np.concatenate([np.ones(n), gpus[var_col].astype(float)])
-            a = csr_matrix((vals, (row_idx, col_idx)), shape=(live.size + types, n))
-            upper = np.concatenate([np.ones(live.size), cap_left])
+            live, a, upper = rows(var_job, var_col)
             lb = np.zeros(n)
     res = milp(
         obj,
