@@ -1,14 +1,14 @@
 """ddlsched's ILP solver on the artifact's own ILPs: same optimum every round?
 
-Sia's simulator, patched with ``benchmarks/sia_patches/ilp_dump.diff`` (on top of the one-thread
-patch of docs/reproduction/sia.md), appends every round's problem — the cost matrix A it hands
+Sia's simulator, instrumented by ``benchmarks/sia_patches/ilp_dump.py`` (besides the one-thread
+change of docs/reproduction/sia.md), appends every round's problem — the cost matrix A it hands
 CBC, the jobs pinned by checkpoint-restore, the GPUs per type, λ_n — and CBC's answer to the file
 ``$SIA_ILP_DUMP``. This script solves each with ``policies.sia.solve_ilp`` (SciPy HiGHS) and
 counts the rounds whose optimum equals CBC's and the rounds where the two pick different (equally
 good) answers::
 
-    cd ARTIFACT && patch -p1 < .../benchmarks/sia_patches/ilp_dump.diff
-    cd sia-simulator && SIA_ILP_DUMP=/tmp/ilp.pkl python multi_simulator.py \\
+    python benchmarks/sia_patches/ilp_dump.py ARTIFACT/sia-simulator
+    cd ARTIFACT/sia-simulator && SIA_ILP_DUMP=/tmp/ilp.pkl python multi_simulator.py \\
         workloads/philly/workload-3.csv --policy=sia --policy_p_val=-0.5 --mip_lambda_a=0.01 \\
         --mip_lambda_n=1.1 --interval=60 --project_throughputs --share_max_replicas --output=o.log
     python benchmarks/sia_ilp_crosscheck.py /tmp/ilp.pkl
