@@ -525,7 +525,10 @@ class WorkerProcess:
             keep = min(LOG_KEEP_BYTES, cap // 2)
             with open(path, "r+b") as f:
                 f.seek(size - keep)
-                tail = f.read(keep)
+                # to the end as it is now, not as it was at the stat: what the worker appended
+                # meanwhile would be lost with the truncation (the window is now from this
+                # read's end to the truncation, not the whole copy)
+                tail = f.read()
                 f.seek(0)
                 f.truncate(0)
                 note = f"[ddlsched: log over {cap} bytes: {size - keep} bytes dropped]\n"
