@@ -6,6 +6,7 @@ no Ray process started during the test and no job process is left."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -15,7 +16,9 @@ import pytest
 from test_live_run import _ray_pids, _wait_gone
 from test_live_service import _cmdlines, cli, home, job, serve, starting_steps  # noqa: F401
 
+from ddlsched.live.service.server import HELPERS_FILE
 from ddlsched.live.service.store import JobStore
+from ddlsched.processes import marked
 
 pytest.importorskip("ray")
 
@@ -39,6 +42,9 @@ def test_lost_actor_requeues_and_kill9_on_ray_ends_every_job_once(home) -> None:
         (worker, _), _ = store.leftover_procs()[ids[0]]
     actor = _ppid(worker)
     assert "ray::WorkerHost" in _cmdlines()[actor]
+    mark = json.loads((path / "state" / HELPERS_FILE).read_text())["mark"]
+    helpers = {p for p, _ in marked(mark)}  # Ray's processes inherit the service's mark …
+    assert actor in helpers and worker not in helpers  # … the jobs' workers do not
     os.kill(actor, signal.SIGKILL)  # the worker's host dies (a lost node, locally)
     deadline = time.monotonic() + 60
     while True:
@@ -64,7 +70,8 @@ def test_lost_actor_requeues_and_kill9_on_ray_ends_every_job_once(home) -> None:
     assert cli(path, "export", "--state", "state", "--out", "run").returncode == 0
     checked = cli(path, "check", "run")
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert _wait_gone(lambda: _ray_pids() - before, timeout=30) == []
+    left = _wait_gone(lambda: _ray_pids() - before, timeout=30)
+    assert left == [], {pid: _cmdlines().get(pid) for pid in left}
 
 
 def test_the_api_answers_starting_before_ray_is_up(home) -> None:  # noqa: F811

@@ -10,15 +10,23 @@ import signal
 import time
 
 __all__ = [
+    "HELPER_ENV",
     "RAY_GONE_S",
     "descendants",
+    "end_marked",
     "end_ray_started_since",
+    "is_running",
     "keep_signals_through_ray_init",
+    "marked",
     "process_start_time",
 ]
 
 #: seconds Ray's processes get to go after ``ray.shutdown()`` before they are killed
 RAY_GONE_S = 5.0
+#: the environment variable that marks a process's helpers (a private Ray's daemons, agents
+#: and workers inherit it): a value per process (its pid and start time), so what a crash left
+#: is found by id even where it was started after the last look and reparented since
+HELPER_ENV = "DDLSCHED_HELPER_OF"
 
 
 def process_start_time(pid: int) -> int:
@@ -60,6 +68,66 @@ def descendants(pid: int, session: int | None = None) -> list[tuple[int, int]]:
             out.append((child, start))
         todo.extend(children.get(child, []))
     return sorted(out)
+
+
+def is_running(pid: int, start: int) -> bool:
+    """Whether the process ``pid`` that started at ``start`` still runs (a zombie — ended, not
+    yet reaped by its parent — does not)."""
+    try:
+        with open(f"/proc/{int(pid)}/stat", "rb") as f:
+            stat = f.read().decode("ascii", "replace")
+        fields = stat[stat.rindex(")") + 2 :].split()
+        return fields[0] != "Z" and int(fields[19]) == start
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def marked(value: str) -> list[tuple[int, int]]:
+    """Every process of this machine but this one whose environment sets :data:`HELPER_ENV`
+    to ``value``, as ``(pid, start time)``; [] where there is no ``/proc``."""
+    marker = f"{HELPER_ENV}={value}".encode()
+    me = os.getpid()
+    try:
+        pids = [int(e) for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return []
+    out = []
+    for pid in pids:
+        if pid == me:
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                if marker not in f.read().split(b"\0"):
+                    continue
+        except OSError:  # gone, or another user's
+            continue
+        start = process_start_time(pid)
+        if start:
+            out.append((pid, start))
+    return sorted(out)
+
+
+def end_marked(value: str, grace: float = 0.0) -> int:
+    """SIGKILL every process :func:`marked` ``value`` (by pid and start time) that is still
+    there after ``grace`` seconds; the number killed. Cheap when there is none."""
+    left = marked(value)
+    deadline = time.monotonic() + grace
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = [(pid, start) for pid, start in left if is_running(pid, start)]
+    ended = 0
+    for pid, start in left:
+        if is_running(pid, start):
+            try:
+                os.kill(pid, signal.SIGKILL)
+                ended += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+    for pid, start in left:  # gone before returning: the caller may check at once
+        deadline = time.monotonic() + 5.0
+        while is_running(pid, start) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    return ended
 
 
 def end_ray_started_since(before: set[tuple[int, int]]) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Protocol, Self
 
 from ...core.cluster import Cluster
-from ...processes import process_start_time
+from ...processes import HELPER_ENV, process_start_time
 from . import cgroup
 
 #: exit code reported for a worker whose host went away (Ray node or actor died) before it exited
@@ -234,9 +234,12 @@ def worker_env(
     cuda_visible: str | None = None,
 ) -> dict[str, str]:
     """The environment of one worker (LIVE.md's contract): ``base``, then the scheduler's
-    ``spec.env``, then the launcher's variables; CUDA_VISIBLE_DEVICES only when given."""
+    ``spec.env``, then the launcher's variables; CUDA_VISIBLE_DEVICES only when given. Never
+    the service's helper mark (:data:`~ddlsched.processes.HELPER_ENV`): a job's worker is
+    stopped gracefully after a crash, not killed as a helper."""
     env = dict(base)
     env.update({str(k): str(v) for k, v in spec.env.items()})
+    env.pop(HELPER_ENV, None)
     env.update(
         RANK=str(spec.rank),
         WORLD_SIZE=str(spec.world_size),

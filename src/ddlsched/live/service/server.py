@@ -27,7 +27,7 @@ from typing import IO, Any
 from ... import __version__
 from ...core.cluster import Cluster
 from ...errors import InputError
-from ...processes import descendants, process_start_time
+from ...processes import HELPER_ENV, RAY_GONE_S, descendants, end_marked, process_start_time
 from ...settings import Settings
 from ..executor import EventLog
 from ..launchers import cgroup
@@ -169,6 +169,8 @@ class Service:
         self.store: JobStore | None = None
         self._lock_file: IO[str] | None = None
         self._helpers: list[tuple[int, int]] | None = None  # as last recorded
+        #: this service's helper mark: its pid and start time (one value per process for good)
+        self.mark = f"{os.getpid()}.{process_start_time(os.getpid())}"
         self._helpers_at = 0.0
         self._disk_at = -1e9
         self._disk_low = False
@@ -333,9 +335,14 @@ class Service:
             self.url = f"http://{_url_host(self.host)}:{server.server_address[1]}"
             self._write_endpoint()
             self._write_runtime()
-            gone = sum(_end_process(pid, start) for pid, start in self._read_helpers())
+            recorded, old_mark = self._read_helpers()
+            gone = sum(_end_process(pid, start) for pid, start in recorded)
+            if old_mark:  # those started since the last look, reparented ones included
+                gone += end_marked(old_mark)
             if gone:
                 self.say(f"ddlsched serve: ended {gone} helper process(es) a crashed service left")
+            os.environ[HELPER_ENV] = self.mark  # inherited by everything Ray starts from here
+            self._write_helpers()  # the mark is on disk before the first helper starts
             launcher = make_launcher(cfg.launcher, cfg.ray_address, cluster)
             self.cluster = cluster = launcher.cluster()
             self._reconcile(store)
@@ -404,6 +411,9 @@ class Service:
                 runtime_file(self.url).unlink(missing_ok=True)
             if launcher is not None:
                 launcher.shutdown()
+            if os.environ.get(HELPER_ENV) == self.mark:
+                del os.environ[HELPER_ENV]
+                end_marked(self.mark, grace=RAY_GONE_S)  # what Ray's shutdown left behind
             store.close()
             if self._lock_file is not None:
                 self._lock_file.close()
@@ -417,19 +427,25 @@ class Service:
                 self.store.preempt(job_id, now, "service stopped")
         self.executor.stop_all()
 
-    def _read_helpers(self) -> list[tuple[int, int]]:
+    def _read_helpers(self) -> tuple[list[tuple[int, int]], str | None]:
+        """The helpers a previous service recorded (pid, start time) and its mark (None in a
+        record from before marks)."""
         try:
             doc = json.loads((self.state / HELPERS_FILE).read_text(encoding="utf-8"))
-            return [(int(p), int(s)) for p, s in doc["processes"]]
+            procs = [(int(p), int(s)) for p, s in doc["processes"]]
         except (OSError, ValueError, KeyError, TypeError):
-            return []
+            return [], None
+        mark = doc.get("mark")
+        return procs, mark if isinstance(mark, str) and mark else None
 
     def _write_helpers(self) -> None:
         """Record this service's helper processes by pid and start time: its descendants in
         its own session (a private Ray's head, raylet, agents and worker hosts; none with
         ``--local``), not the jobs' workers (sessions of their own: recovery stops those
         gracefully). Written when the set changes; :meth:`_take_inbox` looks again every
-        ``HELPERS_REFRESH_S``, since Ray starts agents and worker hosts after ``ray.init``."""
+        ``HELPERS_REFRESH_S``, since Ray starts agents and worker hosts after ``ray.init``.
+        Those started since the last look are found by the mark (:data:`HELPER_ENV` =
+        :attr:`mark`) they inherit, also recorded here."""
         from ...core.results import atomic_write_bytes
 
         self._helpers_at = time.monotonic()
@@ -437,7 +453,7 @@ class Service:
         if helpers == self._helpers:
             return
         self._helpers = helpers
-        doc = {"pid": os.getpid(), "processes": [list(p) for p in helpers]}
+        doc = {"pid": os.getpid(), "mark": self.mark, "processes": [list(p) for p in helpers]}
         atomic_write_bytes(self.state / HELPERS_FILE, (json.dumps(doc) + "\n").encode())
 
     def _write_endpoint(self) -> None:
