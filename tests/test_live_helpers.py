@@ -96,6 +96,13 @@ DETACHED = [
 ]
 
 
+def _ready(state: Path) -> bool:
+    try:
+        return bool(json.loads((state / "endpoint.json").read_text()).get("ready"))
+    except (OSError, ValueError):
+        return False
+
+
 def test_marked_processes_are_found_by_the_mark_even_detached_and_ended(tmp_path) -> None:
     mark = f"test.{os.getpid()}.{time.monotonic_ns()}"
     env = dict(os.environ, **{HELPER_ENV: mark})
@@ -170,6 +177,9 @@ def test_the_record_holds_the_mark_and_a_restart_ends_marked_processes_it_never_
             assert not any(is_running(*p) for p in left)
             doc = json.loads((state / HELPERS_FILE).read_text())
             assert doc["mark"] == f"{proc.pid}.{process_start_time(proc.pid)}"
+            while not _ready(state):  # its SIGTERM handler is set once it is ready
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.1)
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=30)
