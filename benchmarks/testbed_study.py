@@ -52,6 +52,10 @@ POLICIES = {
     "SRSF(2) (LWF-1)": ("srsf_lwf", "srsf2", "srsf2", "lwf"),
     "SRSF(1) (FF)": ("srsf_ff", "srsf1", "srsf1", "ff"),
     "Ada-SRSF (FF)": ("srsf_ff", "adadual", "ada-srsf", "ff"),
+    # Yu's offline planners on the same jobs as model jobs (no gate): the plan `ddlsched run`
+    # makes under Yu's RAR model with the fit's `yu` block, executed live
+    "SJF-BCO (plan)": ("", "", "sjf-bco", ""),
+    "Yu FF (plan)": ("", "", "yu-ff", ""),
 }
 
 
@@ -86,6 +90,35 @@ def write_live_jobs(path: Path, fit: dict) -> None:
             "",
         ]
     path.write_text("\n".join(lines))
+
+
+def write_model_jobs(path: Path) -> None:
+    """The study's jobs as live model jobs (the planners' input): the same commands, no gate;
+    ``size_mb`` the all-reduce's M (Yu's model counts the ring's 2(w−1)/w itself)."""
+    lines = ["# the testbed study's jobs as model jobs (benchmarks/testbed_study.py)"]
+    for jid, arr, g, it, c, mb in JOBS:
+        cmd = [
+            PY, "examples/testbed/allreduce_job.py", "--iters", str(it), "--compute-s", str(c),
+            "--mb", str(mb), "--backend", "ring",
+        ]  # fmt: skip
+        lines += [
+            "[[jobs]]", f"job_id = {jid}", f"arrival = {arr}", f"gpus = {g}",
+            "command = [" + ", ".join(json.dumps(x) for x in cmd) + "]",
+            f"iterations = {it}", f"size_mb = {mb}", f"t_forward = {c}", "",
+        ]  # fmt: skip
+    path.write_text("\n".join(lines))
+
+
+def write_sim_model_jobs(path: Path, startup: float) -> None:
+    """The model jobs for ``ddlsched run`` (M unscaled, as in ``write_model_jobs``)."""
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(
+            "job_id,arrival,num_gpus,iterations,model,size_mb,memory_mb,batch_size,"
+            "t_forward,t_backward".split(",")
+        )
+        for jid, arr, g, it, c, mb in JOBS:
+            w.writerow([jid, arr, g, it, f"tb{jid}", mb, 9000, 1, c + startup / it, 0])
 
 
 def write_sim_jobs(path: Path, startup: float) -> None:
@@ -161,34 +194,53 @@ def main() -> int:
         )
         write_live_jobs(out / "jobs.toml", fit)
         write_sim_jobs(out / "jobs.csv", args.startup)
+        write_model_jobs(out / "jobs-model.toml")
+        write_sim_model_jobs(out / "jobs-model.csv", args.startup)
         sets = ["--set", f"a={fit['a']}", "--set", f"b={fit['b']}", "--set", f"eta={fit['eta']}"]
+        yu = fit["yu"]
+        yu_sets = [x for k in ("xi1", "xi2", "alpha") for x in ("--set", f"{k}={yu[k]!r}")]
         rows = []
         for name in names:
             factory, gate, preset, placement = POLICIES[name]
-            slug = f"{preset}-{placement}"
+            planner = not factory
+            slug = preset if planner else f"{preset}-{placement}"
             sim_dir = out / f"sim-{slug}"
+            how = (
+                ["--workload", str(out / "jobs-model.csv"), "--policy", preset, *yu_sets]
+                if planner
+                else ["--workload", str(out / "jobs.csv"), "--policy", preset,
+                      "--placement", placement, *sets]
+            )  # fmt: skip
             ddlsched(
-                "run", "--cluster", str(cluster), "--workload", str(out / "jobs.csv"),
-                "--policy", preset, "--placement", placement, *sets, "--out", str(sim_dir),
-                "--quiet", "--overwrite",
+                "run", "--cluster", str(cluster), *how, "--out", str(sim_dir), "--quiet",
+                "--overwrite",
             )  # fmt: skip
             sim = json.loads((sim_dir / "summary.json").read_text())
-            row = {"policy": name, "sim_avg_jct": sim["avg_jct"]}
+            row = {"policy": name, "sim_avg_jct": sim["avg_jct"], "sim_makespan": sim["makespan"]}
+            if planner:
+                row["planned_makespan"] = sim["planned_makespan"]
             sim_place = {j: r.get("placement", "") for j, r in read_jobs(sim_dir).items()}
             if not args.sim_only:
                 live_dir = out / f"live-{slug}"
                 load0 = os.getloadavg()[0]
                 t0 = time.monotonic()
+                how = (
+                    ["--workload", str(out / "jobs-model.toml"), "--policy", preset, *yu_sets]
+                    if planner
+                    else ["--workload", str(out / "jobs.toml"), "--policy",
+                          f"benchmarks/testbed_policies.py:{factory}", "--gate", gate, *sets]
+                )  # fmt: skip
                 ddlsched(
-                    "live", "--testbed", args.name, "--workload", str(out / "jobs.toml"),
-                    "--policy", f"benchmarks/testbed_policies.py:{factory}", "--gate", gate,
-                    *sets, "--out", str(live_dir), "--quiet", "--overwrite", "--grace", "5",
+                    "live", "--testbed", args.name, *how, "--out", str(live_dir), "--quiet",
+                    "--overwrite", "--grace", "5",
                 )  # fmt: skip
                 live = json.loads((live_dir / "summary.json").read_text())
                 live_jobs = read_jobs(live_dir)
                 row.update(
                     live_avg_jct=live["avg_jct"],
+                    live_makespan=live["makespan"],
                     diff=(sim["avg_jct"] - live["avg_jct"]) / live["avg_jct"],
+                    makespan_diff=(sim["makespan"] - live["makespan"]) / live["makespan"],
                     wall_s=round(time.monotonic() - t0, 1),
                     load=f"{load0:.2f}→{os.getloadavg()[0]:.2f}",
                     comm_asks=live.get("comm_asks"),
@@ -202,12 +254,16 @@ def main() -> int:
             rows.append(row)
             print(json.dumps(row), flush=True)
         (out / "study.json").write_text(json.dumps({"fit": fit, "rows": rows}, indent=1))
-        print("\n| policy | live avg JCT (s) | simulated (s) | difference |")
-        print("|---|---|---|---|")
+        print("\n| policy | live avg JCT (s) | simulated (s) | difference "
+              "| live makespan (s) | simulated (s) | difference |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|")
         for r in rows:
             live_s = f"{r['live_avg_jct']:.1f}" if "live_avg_jct" in r else "—"
             diff = f"{100 * r['diff']:+.1f} %" if "diff" in r else "—"
-            print(f"| {r['policy']} | {live_s} | {r['sim_avg_jct']:.1f} | {diff} |")
+            live_m = f"{r['live_makespan']:.1f}" if "live_makespan" in r else "—"
+            mdiff = f"{100 * r['makespan_diff']:+.1f} %" if "makespan_diff" in r else "—"
+            print(f"| {r['policy']} | {live_s} | {r['sim_avg_jct']:.1f} | {diff} | {live_m} "
+                  f"| {r['sim_makespan']:.1f} | {mdiff} |")  # fmt: skip
     finally:
         if not args.sim_only and not args.keep:
             ddlsched("testbed", "down", "--name", args.name, check=False)

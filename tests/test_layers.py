@@ -82,6 +82,7 @@ LAYERS: dict[str, int] = {
     "live.backend": 4,
     "live.run": 4,
     "live.profile": 4,
+    "live.planned": 4,  # model jobs live: an offline planner's plan (backends.planned)
     "replay_profile": 4,  # replay's profile path: a backend and its executor
     "live.service": 4,  # ``ddlsched serve``: server → httpapi, engine → store
     "live.service.server": 4,

@@ -301,3 +301,22 @@ def test_the_answers_are_those_of_before(api) -> None:
     assert (status, headers["Retry-After"], json.loads(got)) == (
         503, "1", {"error": "the service is starting (launcher, recovery); try again in a moment"}
     )  # fmt: skip
+
+
+def test_a_model_job_is_refused_with_the_command_that_runs_it(api) -> None:
+    """The service plans nothing ahead: a job with a model (the offline planners' input,
+    ``ddlsched live``) is refused with one line, and nothing reaches the service's inbox."""
+    svc, _ = api
+    job = {"gpus": 1, "command": ["true"], "iterations": 5, "size_mb": 1.0, "t_forward": 0.1}
+    body = json.dumps({"jobs": [job]}).encode()
+    conn = http.client.HTTPConnection("127.0.0.1", svc.port, timeout=10)
+    try:
+        conn.request("POST", "/jobs", body=body, headers={
+            "Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})  # fmt: skip
+        resp = conn.getresponse()
+        doc = json.loads(resp.read())
+    finally:
+        conn.close()
+    assert resp.status == 400, doc
+    assert "`ddlsched live`" in doc["error"] and "iterations" in doc["error"]
+    assert svc.inbox.empty()

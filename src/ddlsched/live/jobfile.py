@@ -32,6 +32,7 @@ from ..paths import read_text
 __all__ = [
     "FIELDS",
     "MAX_RESTARTS",
+    "MODEL_FIELDS",
     "REQUIRED_FIELDS",
     "LiveJob",
     "check_commands",
@@ -65,6 +66,13 @@ class LiveJob:
     queue: str = ""
     #: its priority there: an integer or a WorkloadPriorityClass's name, as text; "": 0
     priority: str = ""
+    #: a model job (Yu's and Wang's models; the offline planners, e.g. sjf-bco, plan with
+    #: them): iterations, the gradient MB each all-reduce exchanges, compute seconds per
+    #: iteration (forward, backward); None: not a model job
+    iterations: int | None = None
+    size_mb: float | None = None
+    t_forward: float | None = None
+    t_backward: float | None = None
     #: the line of the job file the job was read from (for messages); not part of its identity
     line: int | None = dataclasses.field(default=None, compare=False, repr=False)
 
@@ -88,7 +96,13 @@ FIELDS: tuple[str, ...] = (
     "name",
     "queue",
     "priority",
+    "iterations",
+    "size_mb",
+    "t_forward",
+    "t_backward",
 )
+#: the fields of a model job: the first three are needed together, ``t_backward`` is optional
+MODEL_FIELDS: tuple[str, ...] = ("iterations", "size_mb", "t_forward", "t_backward")
 #: the longest job name, queue name or priority text (a Kubernetes name is at most 253)
 MAX_NAME = 253
 
@@ -260,7 +274,40 @@ def _build(record: dict[str, Any], where: _Where) -> LiveJob:
     for name in ("name", "queue", "priority"):
         if name in present:
             fields[name] = _label(present, name, where)
+    if any(name in present for name in MODEL_FIELDS):
+        fields.update(_model_fields(present, where))
     return LiveJob(**fields)
+
+
+def _model_fields(present: dict[str, Any], where: _Where) -> dict[str, Any]:
+    """A model job's iterations, size_mb, t_forward (all three) and t_backward (optional)."""
+    for name in MODEL_FIELDS[:3]:
+        if name not in present:
+            raise where.error(
+                f"missing {name}: a model job gives iterations, size_mb and t_forward "
+                "(t_backward is optional)",
+                name,
+            )
+    if "app" in present:
+        raise where.error(
+            "a job has an application profile (app) or a model (iterations, size_mb, "
+            "t_forward), not both",
+            "app",
+        )
+    out: dict[str, Any] = {"iterations": _int(present, "iterations", where, 1)}
+    for name, unit in (("size_mb", "MB"), ("t_forward", "seconds"), ("t_backward", "seconds")):
+        if name not in present:
+            continue
+        try:
+            value = to_float(present[name], text=where.text)
+        except NumberError as e:
+            raise where.error(str(e), name) from None
+        if value < 0:
+            raise where.error(f"{name} must be >= 0 {unit}, got {value:g}", name)
+        out[name] = value
+    if out["t_forward"] + out.get("t_backward", 0.0) <= 0:
+        raise where.error("t_forward + t_backward must be > 0 seconds per iteration", "t_forward")
+    return out
 
 
 def _label(record: dict[str, Any], name: str, where: _Where) -> str:

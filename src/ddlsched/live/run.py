@@ -114,6 +114,7 @@ def run_live(
     from ..core.rundir import output_dir, same_config_rule
     from .backend import LiveBackend
     from .executor import EventLog, LiveExecutor
+    from .planned import LivePlannedBackend, to_model_specs
     from .profile import LiveProfileBackend, to_profile_specs
 
     if cfg.time_scale <= 0:
@@ -142,7 +143,13 @@ def run_live(
         check_fits(jobs, cluster, cfg.jobs)
     cfg = replace(cfg, launcher=resolve_launcher(cfg.launcher, cfg.ray_address))
     profiled = any(j.app for j in jobs)  # application-profile jobs (every job, then)
-    specs = to_profile_specs(jobs, cfg.time_scale) if profiled else to_specs(jobs, cfg.time_scale)
+    modelled = any(j.iterations is not None for j in jobs)  # model jobs (every job, then)
+    if profiled:
+        specs = to_profile_specs(jobs, cfg.time_scale)
+    elif modelled:
+        specs = to_model_specs(jobs, cfg.time_scale)
+    else:
+        specs = to_specs(jobs, cfg.time_scale)
     record = cfg.record()
     interrupted: BaseException | None = None
     with output_dir(cfg.out, may_replace=same_config_rule(record), overwrite=cfg.overwrite) as d:
@@ -167,7 +174,9 @@ def run_live(
                 log=log,
                 channel=channel,
             )
-            kind = LiveProfileBackend if profiled else LiveBackend
+            kind = (
+                LiveProfileBackend if profiled else LivePlannedBackend if modelled else LiveBackend
+            )
             backend = kind(
                 executor,
                 poll_interval=cfg.poll_interval,

@@ -258,6 +258,11 @@ def _jobs(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
             raise InputError(f"job {j.job_id}: the service schedules jobs without an "
                              "application profile ('app'); leave it out", source="request",
                              field="app")  # fmt: skip
+        if j.iterations is not None:
+            raise InputError(f"job {j.job_id}: the service schedules jobs without a model "
+                             "(iterations, size_mb, t_forward): the planners that read it "
+                             "plan the whole workload ahead; run them with `ddlsched live`",
+                             source="request", field="iterations")  # fmt: skip
     check_fits(jobs, svc.cluster, "request")
     jobs = _queued(svc, jobs, who)
     ids = store.submit(jobs, time.time())
