@@ -197,8 +197,10 @@ def main() -> int:
         write_model_jobs(out / "jobs-model.toml")
         write_sim_model_jobs(out / "jobs-model.csv", args.startup)
         sets = ["--set", f"a={fit['a']}", "--set", f"b={fit['b']}", "--set", f"eta={fit['eta']}"]
-        yu = fit["yu"]
-        yu_sets = [x for k in ("xi1", "xi2", "alpha") for x in ("--set", f"{k}={yu[k]!r}")]
+        yu = fit.get("yu", {})  # a fit without Yu's block: the planners plan with defaults
+        yu_sets = [
+            x for k in ("xi1", "xi2", "alpha") if k in yu for x in ("--set", f"{k}={yu[k]!r}")
+        ]
         rows = []
         for name in names:
             factory, gate, preset, placement = POLICIES[name]

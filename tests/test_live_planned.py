@@ -17,6 +17,7 @@ import pytest
 from _processes import alive
 
 from ddlsched.api import build_simulator
+from ddlsched.core.cluster import Cluster
 from ddlsched.core.cluster_io import load_cluster
 from ddlsched.errors import InputError
 from ddlsched.live.jobfile import read_live_jobs
@@ -140,3 +141,19 @@ def test_model_columns_in_a_csv_job_file(tmp_path) -> None:
     (spec,) = to_model_specs([job], 1.0)
     assert spec.iterations == 7 and spec.model.size_mb == 3.5
     assert spec.model.t_compute == 0.25
+
+
+def test_the_example_plan_file_matches_its_commands_and_plans() -> None:
+    """examples/testbed/jobs-plan.toml: every job's model fields are its command's own
+    (--iters, --mb, --compute-s), and sjf-bco plans it on the testbed's 4 × 2 cluster."""
+    jobs = read_live_jobs(str(ROOT / "examples/testbed/jobs-plan.toml"))
+    assert len(jobs) == 4
+    for j in jobs:
+        arg = dict(zip(j.command[2::2], j.command[3::2], strict=False))
+        assert j.iterations == int(arg["--iters"]) and j.size_mb == float(arg["--mb"])
+        assert j.t_forward == float(arg["--compute-s"])
+    cluster = Cluster.homogeneous(4, 2)
+    sim = build_simulator(cluster, to_model_specs(jobs, 1.0), "sjf-bco")
+    plan = sim.policy.plan  # type: ignore[attr-defined]
+    assert sorted(e.job_id for e in plan.entries) == [0, 1, 2, 3]
+    assert all(len(e.gpus) == j.gpus for e in plan.entries for j in jobs if j.job_id == e.job_id)

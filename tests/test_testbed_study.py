@@ -76,3 +76,28 @@ def test_study_sim_only_writes_the_same_jobs_both_ways(tmp_path):
     assert [r["policy"] for r in rows] == ["SRSF(1) (FF)"] and rows[0]["sim_avg_jct"] > 0
     config = json.loads((out / "sim-srsf1-ff" / "config.json").read_text())
     assert "-1.4e-08" in json.dumps(config)  # the negative η reached the simulation
+
+
+def test_study_sim_only_plans_the_model_jobs_with_yus_fit(tmp_path):
+    """The planner rows: the same jobs as live model jobs (M unscaled: Yu's model counts the
+    ring itself), simulated under sjf-bco with the fit's ξ1, ξ2, α."""
+    fit = tmp_path / "summary.json"
+    yu = {"xi1": 1.25, "xi2": 0.001, "alpha": -0.05}
+    fit.write_text(json.dumps({"a": 0.0, "b": 1.85e-7, "eta": 0.0, "yu": yu}))
+    out = tmp_path / "study"
+    res = _run("benchmarks/testbed_study.py", "--sim-only", "--summary", str(fit),
+               "--policies", "SJF-BCO (plan)", "--out", str(out))  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    live = tomllib.loads((out / "jobs-model.toml").read_text())["jobs"]
+    with (out / "jobs-model.csv").open() as f:
+        sim = list(csv.DictReader(f))
+    for lj, sj in zip(live, sim, strict=True):
+        cmd = lj["command"]
+        assert lj["iterations"] == int(cmd[cmd.index("--iters") + 1]) == int(sj["iterations"])
+        assert lj["size_mb"] == float(cmd[cmd.index("--mb") + 1]) == float(sj["size_mb"])
+        assert lj["t_forward"] == float(cmd[cmd.index("--compute-s") + 1])
+        assert "--ask-link-bytes" not in cmd  # no gate in a planner's run
+    (row,) = json.loads((out / "study.json").read_text())["rows"]
+    assert row["policy"] == "SJF-BCO (plan)" and row["planned_makespan"] > 0
+    config = json.loads((out / "sim-sjf-bco" / "config.json").read_text())
+    assert {k: config["settings"]["rar"][k] for k in yu} == yu
