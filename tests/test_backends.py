@@ -26,6 +26,7 @@ from ddlsched.settings_scope import (
     ITERATION,
     JOB_LEVEL,
     PLANNER,
+    PLANNER_WANG,
     PROFILE,
     RAR,
     USER_MODEL,
@@ -105,6 +106,7 @@ def _runs() -> list[tuple[list[JobSpec], str, Settings, str]]:
         (model, "ada-srsf", Settings(granularity="job"), JOB_LEVEL),
         (model, "ada-srsf", Settings(model="rar"), RAR),
         (model, "sjf-bco", Settings(), PLANNER),
+        (model, "sjf-bco", Settings(model="wang"), PLANNER_WANG),
         (profile, "sjf-ffs", Settings(), PROFILE),
         (trace, "fifo", Settings(), DURATION),
     ]
@@ -113,7 +115,7 @@ def _runs() -> list[tuple[list[JobSpec], str, Settings, str]]:
 def test_every_kind_of_run_has_exactly_one_backend() -> None:
     kinds = [k for b in all_backends() for k in b.scopes]
     assert sorted(kinds) == sorted(
-        (ITERATION, JOB_LEVEL, RAR, USER_MODEL, PLANNER, PROFILE, DURATION)
+        (ITERATION, JOB_LEVEL, RAR, USER_MODEL, PLANNER, PLANNER_WANG, PROFILE, DURATION)
     )
     job_kinds = {b.job_kind for b in all_backends()}
     assert job_kinds == {MODEL_JOBS, PROFILE_JOBS, TRACE_JOBS}

@@ -101,3 +101,13 @@ def test_study_sim_only_plans_the_model_jobs_with_yus_fit(tmp_path):
     assert row["policy"] == "SJF-BCO (plan)" and row["planned_makespan"] > 0
     config = json.loads((out / "sim-sjf-bco" / "config.json").read_text())
     assert {k: config["settings"]["rar"][k] for k in yu} == yu
+    # the same plan executed under Wang's model, each ring priced at 2(w−1)/w·M per uplink
+    wang = json.loads((out / "sim-sjf-bco-wang" / "config.json").read_text())
+    assert wang["resolved"]["model"] == "wang" and wang["settings"]["wang"]["ring_bytes"]
+    assert {k: wang["settings"]["rar"][k] for k in yu} == yu
+    assert row["wang_avg_jct"] > 0 and row["wang_avg_jct"] != row["sim_avg_jct"]
+    with (out / "sim-sjf-bco" / "jobs.csv").open() as f, \
+            (out / "sim-sjf-bco-wang" / "jobs.csv").open() as g:  # fmt: skip
+        assert [r["placement"] for r in csv.DictReader(f)] == [
+            r["placement"] for r in csv.DictReader(g)
+        ]  # one plan, two clocks

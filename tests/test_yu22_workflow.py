@@ -74,12 +74,19 @@ def test_horizon_extension_and_its_switch():
     assert e.value.field == "horizon"
 
 
-def test_planners_reject_the_wang_model():
+def test_planners_execute_under_rar_or_wangs_iteration_level_only():
+    """A plan is executed under Yu's RAR model or (model=wang) Wang's iteration-level model;
+    any other model, or Wang's at job level, is one error naming the setting."""
     cl = load_cluster("yu22", 0)
     jobs = load_workload("yu22", seed=0)[:5]
     with pytest.raises(InputError) as e:
-        simulate(cl, jobs, "sjf-bco", settings={"model": "wang"})
+        simulate(cl, jobs, "sjf-bco", settings={"model": "no-such-model"})
     assert e.value.field == "model"
+    with pytest.raises(InputError) as e:
+        simulate(cl, jobs, "sjf-bco", settings={"model": "wang", "granularity": "job"})
+    assert e.value.field == "granularity"
+    res = simulate(cl, jobs, "sjf-bco", settings={"model": "wang"})
+    assert res.resolved["model"] == "wang" and res.summary["num_jobs"] == 5
 
 
 def test_cli_run_sjf_bco_and_list(tmp_path, capsys):

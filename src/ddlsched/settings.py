@@ -61,6 +61,9 @@ class WangSettings:
     a: float = LinearContention.a
     b: float = LinearContention.b
     eta: float = LinearContention.eta
+    # at iteration level: a w-worker job's all-reduce moves 2(w−1)/w·M bytes per uplink (Table
+    # I's ring b for N = w over N = 2, the nodes a, b, η are measured on); false: M, Wang's own
+    ring_bytes: bool = False
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ RECORDED_IF_CHANGED = frozenset(
         "gpu_type_aware",
         "stop_delay",
         "poll_interval",
+        "ring_bytes",
     }
 )
 

@@ -30,6 +30,8 @@ JOB_LEVEL = "model jobs at job level"  # granularity=job (Wang's contention, flu
 RAR = "model jobs under the RAR model"  # model=rar with an online policy
 USER_MODEL = "model jobs under a registered model"  # model=NAME of register_model
 PLANNER = "model jobs under a planner"  # sjf-bco, yu-ff, yu-ls, yu-rand (RAR model)
+#: a planner's plan (made under the RAR model) executed under Wang's iteration level (model=wang)
+PLANNER_WANG = "model jobs under a planner, executed under Wang's model"
 PROFILE = "application-profile jobs"  # Luo et al. / the Pollux artifact
 DURATION = "trace (duration) jobs"  # Philly, Gavel, … traces with measured durations
 LIVE = "live jobs"  # real processes (``ddlsched live``)
@@ -77,7 +79,9 @@ def _reads(key: str) -> Callable[[RunScope], bool]:
     return applies
 
 
-_WANG = "to model jobs with Wang's model (model=auto|wang, online policies)"
+_WANG = (
+    "to model jobs with Wang's model (model=auto|wang, online policies; planners with model=wang)"
+)
 _RAR = "to the RAR model (planners, or model=rar)"
 _PLANNERS = "to planners (sjf-bco, yu-ff, yu-ls, yu-rand)"
 _PROFILE = "to application-profile jobs"
@@ -109,6 +113,10 @@ SCOPES: dict[str, Rule] = {
     "iterations_per_task": ("to model jobs at iteration level", _always),
     "shortcuts": ("to model jobs at iteration level", _always),
     "compiled": ("to model jobs at iteration level", _always),
+    "ring_bytes": (
+        "to model jobs at iteration level (Wang's model; planners with model=wang)",
+        lambda r: r.kind in (ITERATION, PLANNER_WANG),
+    ),
     "kappa": (
         "with the lwf placement",  # κ of LWF-κ; lwf-K names κ itself
         lambda r: (r.placement or "").lower() == "lwf",

@@ -106,27 +106,39 @@ class IterationBackend(_OnlineModelBackend):
     def executor(
         self, policy: SchedulingPolicy, settings: Settings, jobs: Sequence[JobSpec] = ()
     ) -> TaskExecutor:
-        """The compiled loop where it applies (``compiled``, a built-in gate, numba, a run that
-        ends inside the kernel's exact time range), else the Python loop: same events."""
-        from ..core.taskexec import TaskExecutor
-
+        """:func:`iteration_executor` with the policy's gate."""
         gate = policy.gate if isinstance(policy, GatesAllReduce) else None
-        kernel_gate = _kernel_gate(gate)
-        if settings.compiled and kernel_gate is not None:
-            from ..core.compiledtask import CompiledTaskExecutor, compiled_available, fits
+        return iteration_executor(settings, gate, jobs)
 
-            if compiled_available() and fits(jobs, settings.contention):
-                return CompiledTaskExecutor(
-                    settings.contention,
-                    gate,
-                    settings.iterations_per_task,
-                    settings.shortcuts,
-                    gate_kind=kernel_gate[0],
-                    gate_n=kernel_gate[1],
-                )
-        return TaskExecutor(
-            settings.contention, gate, settings.iterations_per_task, settings.shortcuts
-        )
+
+def iteration_executor(
+    settings: Settings, gate: object, jobs: Sequence[JobSpec] = ()
+) -> TaskExecutor:
+    """Wang's iteration-level executor for ``settings`` with ``gate`` (None: all-reduces start
+    when ready): the compiled loop where it applies (``compiled``, a built-in gate, numba, a run
+    that ends inside the kernel's exact time range, M unscaled), else the Python loop."""
+    from ..core.taskexec import TaskExecutor
+
+    kernel_gate = _kernel_gate(gate)
+    if settings.compiled and kernel_gate is not None and not settings.ring_bytes:
+        from ..core.compiledtask import CompiledTaskExecutor, compiled_available, fits
+
+        if compiled_available() and fits(jobs, settings.contention):
+            return CompiledTaskExecutor(
+                settings.contention,
+                gate,  # type: ignore[arg-type]
+                settings.iterations_per_task,
+                settings.shortcuts,
+                gate_kind=kernel_gate[0],
+                gate_n=kernel_gate[1],
+            )
+    return TaskExecutor(
+        settings.contention,
+        gate,  # type: ignore[arg-type]
+        settings.iterations_per_task,
+        settings.shortcuts,
+        ring_bytes=settings.ring_bytes,
+    )
 
 
 def _kernel_gate(gate: object) -> tuple[str, int] | None:

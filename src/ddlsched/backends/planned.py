@@ -10,7 +10,7 @@ from ..core.job import JobSpec
 from ..core.protocols import SchedulingPolicy
 from ..errors import InputError
 from ..policies.plugins import MODEL_JOBS
-from ..settings_scope import PLANNER, RunScope
+from ..settings_scope import PLANNER, PLANNER_WANG, RunScope
 from .base import Backend, Progress
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -21,11 +21,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class PlannedBackend(Backend):
-    """Model jobs whose built-in policy places jobs itself (sjf-bco, yu-ff, yu-ls, yu-rand)."""
+    """Model jobs whose built-in policy places jobs itself (sjf-bco, yu-ff, yu-ls, yu-rand).
+    The plan is always made under Yu's RAR model; ``model=wang`` executes it under Wang's
+    iteration-level model instead (each all-reduce timed against those in flight)."""
 
     name = "planned"
     job_kind = MODEL_JOBS
-    sections = {PLANNER: ("model", "rar", "planner", "policy", "workload")}
+    _BASE = ("model", "rar", "planner", "policy", "workload")
+    sections = {PLANNER: _BASE, PLANNER_WANG: (*_BASE, "wang", "iteration")}
 
     def accepts(
         self, jobs: Sequence[JobSpec], entry: Registered | None, settings: Settings
@@ -33,15 +36,37 @@ class PlannedBackend(Backend):
         return entry is not None and entry.places_jobs and MODEL_JOBS in entry.kinds
 
     def check(self, jobs: Sequence[JobSpec], settings: Settings) -> None:
-        if settings.model not in ("auto", "rar"):
+        if settings.model not in ("auto", "rar", "wang"):
             raise InputError(
-                "planners run under Yu's RAR model; use model=auto or model=rar",
+                "planners plan under Yu's RAR model and execute the plan under it (model=auto "
+                "or rar) or under Wang's iteration-level model (model=wang)",
                 source="--set",
                 field="model",
             )
+        if settings.model == "wang" and settings.granularity != "iteration":
+            raise InputError(
+                "a plan runs under Wang's model at iteration level only",
+                source="--set",
+                field="granularity",
+            )
+
+    def scope(
+        self,
+        jobs: Sequence[JobSpec],
+        policy: str | None,
+        policy_object: object,
+        placement: str | None,
+        settings: Settings,
+    ) -> RunScope:
+        return RunScope(PLANNER_WANG if settings.model == "wang" else PLANNER, policy)
 
     def resolved(self, scope: RunScope, settings: Settings) -> dict[str, object]:
-        return {**super().resolved(scope, settings), "model": "rar", "granularity": "job"}
+        wang = scope.kind == PLANNER_WANG
+        return {
+            **super().resolved(scope, settings),
+            "model": "wang" if wang else "rar",
+            "granularity": "iteration" if wang else "job",
+        }
 
     def build(
         self,
@@ -58,13 +83,19 @@ class PlannedBackend(Backend):
         from ..core.simulator import Simulator
         from ..perf.rar import RarRate
         from ..planning import PlanningError
+        from .model import iteration_executor
 
+        executor = (
+            iteration_executor(settings, None, jobs)
+            if settings.model == "wang"
+            else JobExecutor(RarRate(settings.rar, settings.time_slots))
+        )
         try:
             return Simulator(
                 cluster,
                 jobs,
                 policy,
-                JobExecutor(RarRate(settings.rar, settings.time_slots)),
+                executor,
                 seed=seed,
                 max_jobs_per_gpu=1,
                 progress=progress,

@@ -21,12 +21,19 @@ from __future__ import annotations
 from heapq import heapify, heappop, heappush
 from typing import TYPE_CHECKING
 
-from ..perf.contention import MB, LinearContention, advance_allreduce, allreduce_bytes_left
+from ..perf.contention import (
+    MB,
+    LinearContention,
+    advance_allreduce,
+    allreduce_bytes_left,
+    ring_factor,
+)
 from .simulator import quantize
 from .state import JobState
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..policies.gates import CommGate
+    from .job import JobSpec
     from .simulator import Simulator
 
 NS = 1e-9  # seconds per nanosecond
@@ -90,7 +97,12 @@ class Run:
     )
 
     def __init__(
-        self, job: JobState, model: LinearContention, ipt: int, speed: float = 1.0
+        self,
+        job: JobState,
+        model: LinearContention,
+        ipt: int,
+        speed: float = 1.0,
+        byte_scale: float = 1.0,
     ) -> None:
         spec = job.spec
         self.job = job
@@ -102,7 +114,7 @@ class Run:
         # on GPU types of different speeds the gang computes at its slowest worker's pace
         self.tf = spec.model.t_forward if speed == 1.0 else spec.model.t_forward / speed
         self.tb = spec.model.t_backward if speed == 1.0 else spec.model.t_backward / speed
-        self.size = spec.model.size_mb * MB
+        self.size = spec.model.size_mb * MB * byte_scale
         # uncontended all-reduce time per real iteration (Wang Eq. 8's E_J term)
         self.e = model.time(self.size) if self.cross else 0.0
         self.ipt = ipt
@@ -187,6 +199,7 @@ class TaskExecutor:
         gate: CommGate | None = None,
         iterations_per_task: int = 1,
         shortcuts: bool = True,
+        ring_bytes: bool = False,
     ) -> None:
         if iterations_per_task < 1:
             raise ValueError("iterations_per_task must be ≥ 1")
@@ -195,6 +208,12 @@ class TaskExecutor:
         self.ipt = int(iterations_per_task)
         #: False = one event per forward/backward task (the reference the shortcuts must match)
         self.shortcuts = shortcuts
+        #: True: a w-worker job's all-reduce moves :func:`ring_factor` (w) × its M (``ring_bytes``)
+        self.ring_bytes = ring_bytes
+
+    def byte_scale(self, spec: JobSpec) -> float:
+        """The bytes one all-reduce of ``spec`` moves per uplink, as a multiple of its M."""
+        return ring_factor(spec.num_gpus) if self.ring_bytes else 1.0
 
     def alone_time(self, job: JobState) -> float:
         """Seconds ``job`` needs alone on its most consolidated placement (``AloneTimes``):
@@ -204,7 +223,7 @@ class TaskExecutor:
         cl = self.sim.cluster
         t = cl.mean_speed_time(spec.model.t_compute)
         if len(cl.consolidated_servers(spec.num_gpus)) > 1:
-            t += self.model.time(spec.model.size_mb * MB, 1)
+            t += self.model.time(spec.model.size_mb * MB * self.byte_scale(spec), 1)
         return spec.iterations * t
 
     # ------------------------------------------------------------------ setup
@@ -232,7 +251,8 @@ class TaskExecutor:
 
     # ------------------------------------------------------------------ engine interface
     def start(self, job: JobState, delay: float) -> None:
-        run = Run(job, self.model, self.ipt, self.sim.cluster.slowest_speed(job.gpus))
+        speed = self.sim.cluster.slowest_speed(job.gpus)
+        run = Run(job, self.model, self.ipt, speed, self.byte_scale(job.spec))
         job.service_left = run.svc * NS
         self.runs[run.jid] = run
         for g in run.gpus:

@@ -46,6 +46,38 @@ class LiveParts:
             out["launcher"] = self.launcher_name
         return out
 
+    def realtime(
+        self,
+        cluster: Cluster,
+        jobs: Sequence[JobSpec],
+        policy: SchedulingPolicy,
+        seed: int,
+        progress: Progress,
+        origin: PolicyOrigin | None,
+        builtin: bool,
+    ) -> RealtimeSimulator:
+        """The real-time engine over these processes: one job per GPU, no modelled restart
+        cost (a restart costs what the processes take)."""
+        return self.engine()(
+            cluster,
+            jobs,
+            policy,
+            self.procs,
+            seed=seed,
+            max_jobs_per_gpu=1,
+            restart_delay=0.0,
+            progress=progress,
+            policy_origin=origin,
+            builtin_policy=builtin,
+            poll_interval=self.poll_interval,
+        )
+
+    def engine(self) -> type[RealtimeSimulator]:
+        """The real-time engine class this backend builds (the service's is another)."""
+        from ..core.realtime import RealtimeSimulator
+
+        return RealtimeSimulator
+
 
 class LiveBackend(LiveParts, Backend):
     """Real processes through a ``Launcher``; one job per GPU."""
@@ -79,22 +111,4 @@ class LiveBackend(LiveParts, Backend):
         origin: PolicyOrigin | None,
         builtin: bool,
     ) -> RealtimeSimulator:
-        return self.engine()(
-            cluster,
-            jobs,
-            policy,
-            self.procs,
-            seed=seed,
-            max_jobs_per_gpu=1,
-            restart_delay=0.0,
-            progress=progress,
-            policy_origin=origin,
-            builtin_policy=builtin,
-            poll_interval=self.poll_interval,
-        )
-
-    def engine(self) -> type[RealtimeSimulator]:
-        """The real-time engine class this backend builds (the service's is another)."""
-        from ..core.realtime import RealtimeSimulator
-
-        return RealtimeSimulator
+        return self.realtime(cluster, jobs, policy, seed, progress, origin, builtin)

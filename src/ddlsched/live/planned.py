@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..backends.planned import PlannedBackend
 from ..errors import InputError
-from ..settings_scope import LIVE
+from ..settings_scope import LIVE, RunScope
 from .backend import LiveParts
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -32,6 +32,25 @@ class LivePlannedBackend(LiveParts, PlannedBackend):
 
     name = "live-planned"
     sections = {LIVE: ("model", "rar", "planner", "policy")}
+
+    def check(self, jobs: Sequence[JobSpec], settings: Settings) -> None:
+        if settings.model not in ("auto", "rar"):
+            raise InputError(
+                "live, real processes execute the plan, which is made under Yu's RAR model: "
+                "model=auto or rar (model=wang times a simulated execution)",
+                source="--set",
+                field="model",
+            )
+
+    def scope(
+        self,
+        jobs: Sequence[JobSpec],
+        policy: str | None,
+        policy_object: object,
+        placement: str | None,
+        settings: Settings,
+    ) -> RunScope:
+        return RunScope(LIVE, policy)
 
     def runs_policy(self, entry: Registered) -> bool:
         return entry.places_jobs  # the offline planners; Wang's presets decide per iteration
@@ -59,23 +78,10 @@ class LivePlannedBackend(LiveParts, PlannedBackend):
         origin: PolicyOrigin | None,
         builtin: bool,
     ) -> RealtimeSimulator:
-        from ..core.realtime import RealtimeSimulator
         from ..planning import PlanningError
 
         try:
-            return RealtimeSimulator(
-                cluster,
-                jobs,
-                policy,
-                self.procs,
-                seed=seed,
-                max_jobs_per_gpu=1,
-                restart_delay=0.0,
-                progress=progress,
-                policy_origin=origin,
-                builtin_policy=builtin,
-                poll_interval=self.poll_interval,
-            )
+            return self.realtime(cluster, jobs, policy, seed, progress, origin, builtin)
         except PlanningError as e:
             raise InputError(str(e), source="--set", field="horizon") from None
 

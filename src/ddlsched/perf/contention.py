@@ -56,6 +56,14 @@ class RingContention(LinearContention):
         )
 
 
+def ring_factor(workers: int) -> float:
+    """2(w−1)/w: the bytes each link of a ring all-reduce over ``workers`` workers carries, per
+    byte of the gradient — Table I's ring ``b`` for N = w over its value for N = 2 (the two-node
+    all-reduce Wang's a, b, η are measured on), so ``ring_bytes`` prices a w-worker job's
+    all-reduce as one of ``ring_factor(w)·M`` bytes. 0 for one worker (nothing to send)."""
+    return 2.0 * (workers - 1) / workers if workers > 1 else 0.0
+
+
 def advance_allreduce(r: Any, now: float) -> None:
     """Bring a running all-reduce's remaining latency, then bytes, up to ``now`` (the fluid
     model: ``a`` first, then bytes at ``1 / per_byte`` per second). ``r`` has ``comm_last``,
