@@ -104,6 +104,9 @@ def test_live_model_jobs_run_only_the_planners_and_mixed_files_are_refused(tmp_p
     res = _live(tmp_path, cluster, jobs, "--policy", "ada-srsf")
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
     assert "sjf-bco" in res.stderr and "Traceback" not in res.stderr
+    res = _live(tmp_path, cluster, jobs, "--policy", "sjf-bco", "--set", "model=wang")
+    assert res.returncode == 2 and "real processes execute the plan" in res.stderr, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
     text = jobs.read_text().replace("iterations = 50\n", "", 1).replace("size_mb = 200.0\n", "")
     text = text.replace("t_forward = 0.05\nt_backward = 0.0\n\n[[jobs]]\njob_id = 3", "\n[[jobs]]\njob_id = 3")  # fmt: skip
     mixed = tmp_path / "mixed.toml"
