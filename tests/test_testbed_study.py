@@ -111,3 +111,19 @@ def test_study_sim_only_plans_the_model_jobs_with_yus_fit(tmp_path):
         assert [r["placement"] for r in csv.DictReader(f)] == [
             r["placement"] for r in csv.DictReader(g)
         ]  # one plan, two clocks
+
+
+def test_ring_benchmark_sim_only_prices_each_ring_by_hand(tmp_path):
+    """benchmarks/testbed_ring.py --sim-only: b = 0.1 s/MB, a = η = 0, 12 iterations of 0.3 s
+    compute and 4 MB: a 4-worker job across servers takes 12 × (0.3 + 0.4) = 8.4 s with M and
+    12 × (0.3 + 1.5 × 0.4) = 10.8 s with ``ring_bytes``; a 2-worker job on one server 3.6 s."""
+    fit = tmp_path / "summary.json"
+    fit.write_text(json.dumps({"a": 0.0, "b": 1e-7, "eta": 0.0}))
+    out = tmp_path / "ring"
+    res = _run("benchmarks/testbed_ring.py", "--sim-only", "--summary", str(fit),
+               "--out", str(out))  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    rows = {r["workers"]: r for r in json.loads((out / "ring.json").read_text())["rows"]}
+    assert rows[2]["sim_m"] == pytest.approx(3.6) and rows[2]["sim_ring"] == pytest.approx(3.6)
+    assert rows[4]["sim_m"] == pytest.approx(8.4) and rows[4]["sim_ring"] == pytest.approx(10.8)
+    assert rows[8]["sim_ring"] == pytest.approx(12 * (0.3 + 1.75 * 0.4))
