@@ -564,7 +564,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     for e in entries:
         if e.builtin and e.kinds == (MODEL_JOBS,) and not e.places_jobs:
             show(e)
-    print("planners (offline; plan executed under Yu's RAR model):")
+    print(
+        "planners (offline; planned under Yu's RAR model, executed under it or, with "
+        "model=wang, under Wang's iteration level):"
+    )
     for e in entries:
         if e.builtin and e.kinds == (MODEL_JOBS,) and e.places_jobs:
             show(e)
