@@ -78,3 +78,10 @@ def test_wangs_parameters_need_model_wang_with_a_planner() -> None:
     with pytest.raises(InputError, match="iteration level only"):
         simulate(Cluster.homogeneous(2, 4), [job(0, 4)], "sjf-bco",
                  settings={"model": "wang", "granularity": "job"})  # fmt: skip
+
+
+def test_yus_time_slots_are_refused_when_wang_times_the_plan() -> None:
+    with pytest.raises(InputError) as e:
+        simulate(Cluster.homogeneous(2, 4), [job(0, 4)], "sjf-bco",
+                 settings={"model": "wang", "time_slots": True})  # fmt: skip
+    assert e.value.field == "time_slots"

@@ -43,6 +43,12 @@ class PlannedBackend(Backend):
                 source="--set",
                 field="model",
             )
+        if settings.model == "wang" and settings.time_slots:
+            raise InputError(
+                "time slots are Yu's clock; with model=wang the plan runs under Wang's",
+                source="--set",
+                field="time_slots",
+            )
         if settings.model == "wang" and settings.granularity != "iteration":
             raise InputError(
                 "a plan runs under Wang's model at iteration level only",
