@@ -109,19 +109,10 @@ def write_model_jobs(path: Path) -> None:
     path.write_text("\n".join(lines))
 
 
-def write_sim_model_jobs(path: Path, startup: float) -> None:
-    """The model jobs for ``ddlsched run`` (M unscaled, as in ``write_model_jobs``)."""
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(
-            "job_id,arrival,num_gpus,iterations,model,size_mb,memory_mb,batch_size,"
-            "t_forward,t_backward".split(",")
-        )
-        for jid, arr, g, it, c, mb in JOBS:
-            w.writerow([jid, arr, g, it, f"tb{jid}", mb, 9000, 1, c + startup / it, 0])
-
-
-def write_sim_jobs(path: Path, startup: float) -> None:
+def write_sim_jobs(path: Path, startup: float, per_link: bool = True) -> None:
+    """The jobs for ``ddlsched run``. ``per_link``: ``size_mb`` is the bytes per uplink
+    relative to the fit's 2-worker all-reduces, M · 2(w−1)/w (the Wang rows); else M itself
+    (the planner rows: Yu's model counts the ring, and ``ring_bytes`` does for Wang's)."""
     with path.open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(
@@ -132,7 +123,8 @@ def write_sim_jobs(path: Path, startup: float) -> None:
             # the start-up is spread over the iterations' compute (Wang's model has no
             # per-job start cost; this keeps the job's solo time right)
             extra = startup / it
-            w.writerow([jid, arr, g, it, f"tb{jid}", mb * link_factor(g), 9000, 1, c + extra, 0])
+            size = mb * link_factor(g) if per_link else mb
+            w.writerow([jid, arr, g, it, f"tb{jid}", size, 9000, 1, c + extra, 0])
 
 
 def read_jobs(d: Path) -> dict[int, dict]:
@@ -195,7 +187,7 @@ def main() -> int:
         write_live_jobs(out / "jobs.toml", fit)
         write_sim_jobs(out / "jobs.csv", args.startup)
         write_model_jobs(out / "jobs-model.toml")
-        write_sim_model_jobs(out / "jobs-model.csv", args.startup)
+        write_sim_jobs(out / "jobs-model.csv", args.startup, per_link=False)
         sets = ["--set", f"a={fit['a']}", "--set", f"b={fit['b']}", "--set", f"eta={fit['eta']}"]
         yu = fit.get("yu", {})  # a fit without Yu's block: the planners plan with defaults
         yu_sets = [
