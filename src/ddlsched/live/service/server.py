@@ -381,15 +381,15 @@ class Service:
                 f"ddlsched serve: error: the policy failed ({text}); no job starts until the "
                 "service is restarted with a working policy"
             )
-            self.ready = True
-            self._write_endpoint()
 
             def on_signal(signum: int, frame: object) -> None:
                 stop.set()
                 sim.stop_requested = True
 
-            for s in previous:
+            for s in previous:  # before "ready": a client that sees it may signal at once
                 signal.signal(s, on_signal)
+            self.ready = True
+            self._write_endpoint()
             self.say(f"ddlsched serve: {cfg.policy} on {cluster.num_gpus} GPUs, state "
                      f"{self.state}, listening on {self.url}")  # fmt: skip
             if self.token is not None and self.cfg.token_file is None:
