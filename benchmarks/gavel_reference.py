@@ -13,7 +13,7 @@ For each (cluster, arrival rate, single/multi-GPU) configuration this script
 Results go to ``<out>/reference.json``; traces to ``<out>/traces/``. Nothing is written into the
 repository. Needs a Python 3.11 venv with cvxpy, ecos, numpy, scipy, psutil (``--gavel-python``)
 and Gavel's repository (a bare mirror or a checkout: ``--gavel-repo``); the working copy is
-made under ``<out>/gavel`` and patched with ``benchmarks/gavel_patches/*.patch``.
+made under ``<out>/gavel`` and edited by ``benchmarks/gavel_patches/simulation_only.py``.
 
     python benchmarks/gavel_reference.py                     # the default grid
     python benchmarks/gavel_reference.py --policies fifo --configs 4:4:4,18000,0 --num-jobs 50
@@ -34,7 +34,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-PATCH = HERE / "gavel_patches" / "gavel-simulation-only.patch"
+PATCH = HERE / "gavel_patches" / "simulation_only.py"
 
 POLICIES = (
     "fifo",
@@ -100,8 +100,7 @@ def prepare_gavel(repo: Path, work: Path) -> str:
             [*git, "archive", "HEAD", *files], check=True, capture_output=True
         ).stdout
         subprocess.run(["tar", "-x", "-C", str(work)], input=archive, check=True)
-    if "ddlsched patch" not in (sched / "scheduler.py").read_text():
-        subprocess.run(["patch", "-p1", "-i", str(PATCH)], cwd=work, check=True)
+    subprocess.run([sys.executable, str(PATCH), str(sched)], check=True)  # idempotent
     return commit
 
 
