@@ -26,6 +26,7 @@ from ddlsched.policies.pollux_unaware import (
     replica_cap,
     virtual_nodes,
 )
+from ddlsched.policies.sia import best_goodput
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_sia_inputs import TYPES, write_sia_profiles  # noqa: E402
@@ -169,6 +170,39 @@ def test_one_model_across_types_first_observation_wins(tmp_path) -> None:
     assert m.profile[(1, 2, 16)] != apps["dgx-ext"].step_time((2,), 16)
     assert m.profile[(2, 2, 16)] == apps["dgx-ext"].step_time((1, 1), 16)
     assert m.max_profiled_replicas == 2
+
+
+def test_the_batch_a_job_runs_uses_its_real_types_range(tmp_path) -> None:
+    """job.py:317-386 with ``h_unaware``: the merged model picks the batch a job runs among
+    the *real* type's candidates (its max_bsz, its local range on the placement, its initial
+    batch) — on rtx (local ≤ 16 here) not aws's range (≤ 32) that the speedups use."""
+    root = write_sia_profiles(tmp_path / "t")
+    apps = {
+        t: load_type_profiles(root, t, ["alpha"], "sia-64")["alpha"]
+        for t in ("aws", "dgx-ext", "rtx")
+    }
+    cl = load_cluster("sia-64")
+    rtx = tuple(g for g in range(cl.num_gpus) if cl.gpu_type(g) == "rtx")[:2]
+    job = SimpleNamespace(job_id=0, spec=SimpleNamespace(application="alpha"), gpus=rtx)
+    pol = PolluxUnaware()
+    pol.model_type, pol._cluster = "aws", cl
+    pol.ex = SimpleNamespace(
+        pace=lambda j: (apps["rtx"], 1.0), application_on=lambda j, t: (apps[t], 1.0)
+    )
+    run = SimpleNamespace(job=job, cfg=None, placement=(2,), epoch=1)
+    rtx_app = apps["rtx"]
+    # no model yet: max(init_bsz, min_local·R) of the real type
+    assert pol.rebatch(run) == max(rtx_app.init_bsz, rtx_app.min_local * 2)
+    for p, a in [((1,), 8), ((1,), 16), ((2,), 8), ((2,), 16), ((1, 1), 16), ((4,), 16)]:
+        pol.observe(
+            SimpleNamespace(job=job, cfg=BatchConfig(a, 0, a, a * sum(p)), placement=p, epoch=1)
+        )
+    m = pol._models[0]
+    hi = rtx_app.max_local_at((2,))
+    assert hi == 16 < apps["aws"].max_local
+    _, expected = best_goodput(m.params, m.grad, 32, 1, 2, rtx_app.max_bsz, (rtx_app.min_local, hi))
+    assert pol.rebatch(run) == expected == 32
+    assert m.optimize(1, 2, 1)[0] != expected  # aws's range (the reference model's) differs
 
 
 # ---------------------------------------------------------------------- runs

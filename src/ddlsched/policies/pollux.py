@@ -261,9 +261,11 @@ class Pollux:
                     raise RuntimeError(f"node {s} lacks GPUs for job {j.job_id}")
                 gpus += free[s][:take]
                 free[s] = free[s][take:]
-            if self._pinned(j):
-                batch = self.ncf_batch
-            else:
-                nodes = len({sim.cluster.gpu_server[g] for g in gpus})  # real servers
-                batch, _ = self._model(j).optimize(nodes, r, self.ex.epoch(j))
+            batch = self.ncf_batch if self._pinned(j) else self._start_batch(sim, j, gpus)
             sim.resize(j, gpus, JobConfig(batch_size=int(batch)))
+
+    def _start_batch(self, sim: Simulator, job: JobState, gpus: list[int]) -> int:
+        """The batch ``job`` starts with on ``gpus``: its model's best on as many real servers
+        and GPUs (sim:156)."""
+        nodes = len({sim.cluster.gpu_server[g] for g in gpus})  # real servers
+        return self._model(job).optimize(nodes, len(gpus), self.ex.epoch(job))[0]

@@ -23,6 +23,10 @@ deterministic allocation search in place of the artifact's unseeded NSGA-II):
    search spreads over several types keeps only the GPUs of the type holding most of them
    (a tie between the two most common: dgx-ext > azure > quad > rtx > aws); the others stay
    idle this round.
+5. **The batch a job runs** (``Job.update_local_bsz`` with ``h_unaware``, job.py:317-386):
+   the one model's best batch within the *real* type's application — its largest total
+   batch, its local-batch range on the job's placement, its initial batch — not the
+   reference type's range the speedups use.
 
 The workload's ``num_replicas`` and ``batch_size`` are ignored (cluster_unaware.py:54-55).
 """
@@ -38,11 +42,14 @@ import numpy as np
 from ..core.sia_clusters import SIA_MAX_PHYSICAL_NODES
 from ..errors import InputError
 from ..perf.goodput import JobGoodput, max_replicas
+from ..perf.profiles import node_runs
 from .pollux import Pollux
 from .pollux_search import RoundProblem
+from .sia import best_goodput
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.cluster import Cluster
+    from ..core.protocols import ProfileRun
     from ..core.simulator import Simulator
     from ..core.state import JobState
     from ..perf.profiles import Application
@@ -135,6 +142,7 @@ class PolluxUnaware(Pollux):
         super().attach(sim)
         self.vnodes = virtual_nodes(sim.cluster)
         self.cap = replica_cap(sim.cluster)
+        self._cluster = sim.cluster
         self._view = [list(g) for g in self.vnodes.gpus]
         types = list(dict.fromkeys(self.vnodes.types))
         #: the type whose application the model uses: ``reference_type``, else the first type
@@ -159,6 +167,31 @@ class PolluxUnaware(Pollux):
             return 1
         app = self._reference_app(job)
         return min(max_replicas(app, self._model(job).max_profiled_replicas), self.cap, total)
+
+    def _run_batch(self, job: JobState, gpus: tuple[int, ...] | list[int]) -> int:
+        """The batch ``job`` runs on ``gpus`` (module doc, 5; ``update_local_bsz``,
+        job.py:317-386): the merged model's best of the real type's candidate batches up to
+        its max_bsz, micro-batches within its local range on this placement; before the model
+        has parameters and gradient statistics, max(init_bsz, min_local·R) of that type."""
+        cl = self._cluster
+        app = self.ex.application_on(job, cl.gpu_type(gpus[0]))[0]
+        placement = node_runs(cl.gpu_server[g] for g in gpus)
+        r = len(gpus)
+        m = self._model(job)
+        if m.params is None or m.grad is None:
+            return max(app.init_bsz, app.min_local * r)
+        hi = app.max_local_at(placement) if app.max_nodes is not None else app.max_local
+        rng = (app.min_local, hi)
+        return best_goodput(m.params, m.grad, app.init_bsz, len(placement), r, app.max_bsz, rng)[1]
+
+    def rebatch(self, run: ProfileRun) -> int:
+        """The batch the job re-tunes to on its current GPUs (module doc, 5)."""
+        if self._pinned(run.job):
+            return self.ncf_batch
+        return self._run_batch(run.job, run.job.gpus)
+
+    def _start_batch(self, sim: Simulator, job: JobState, gpus: list[int]) -> int:
+        return self._run_batch(job, gpus)
 
     def repair(self, prob: RoundProblem, alloc: np.ndarray) -> np.ndarray:
         """The mixed-type fix on every job's row (``drop_minority_types``)."""
