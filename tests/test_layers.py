@@ -92,6 +92,7 @@ LAYERS: dict[str, int] = {
     "live.service.export": 4,
     "live.service.remote": 4,
     "live.service.page": 4,
+    "live.service.profiles": 4,  # serve with application-profile jobs (pollux, sia)
     "live.service.tenants": 4,  # serve --queues: the quota layer, tenants' tokens, why pending
     "experiments": 5,
     "config": 5,

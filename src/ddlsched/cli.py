@@ -196,6 +196,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if args.jobfile is not None:
         if args.gpus is not None or args.duration is not None:
             raise InputError("--gpus and --duration go with --command", field="--gpus")
+        if args.app is not None or args.batch_size is not None:
+            raise InputError("--app and --batch-size go with --command", field="--app")
         jobs = read_live_jobs(args.jobfile)
     else:
         try:
@@ -212,8 +214,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
         restarts = 3 if args.max_restarts is None else args.max_restarts
         if restarts < 0:
             raise InputError("must be ≥ 0", field="--max-restarts")
+        if args.batch_size is not None and args.batch_size < 1:
+            raise InputError("must be ≥ 1", field="--batch-size")
+        if args.app is not None and not args.app.strip():
+            raise InputError("the application name is empty", field="--app")
         jobs = [LiveJob(job_id=0, arrival=0.0, gpus=gpus, command=argv,
-                        max_restarts=restarts, duration=args.duration)]  # fmt: skip
+                        max_restarts=restarts, duration=args.duration, app=args.app,
+                        batch_size=args.batch_size)]  # fmt: skip
     jobs = _labelled(jobs, args)
     for job_id in _client(args).submit(jobs):
         print(job_id)
@@ -960,6 +967,10 @@ def build_parser() -> argparse.ArgumentParser:
     sb.add_argument("--gpus", type=int_arg, help="GPUs of the --command job (default 1)")
     sb.add_argument("--duration", type=float_arg, metavar="S", help="its run-time estimate")
     sb.add_argument("--max-restarts", type=int_arg, metavar="N", help="its restarts (default 3)")
+    sb.add_argument("--app", metavar="APP",
+                    help="its application profile (a service of pollux, sia, sjf-ffs, sjf-bsbf)")  # fmt: skip
+    sb.add_argument("--batch-size", type=int_arg, metavar="N",
+                    help="its total batch (with --app)")  # fmt: skip
     sb.add_argument("--name", help="the jobs' name (shown by status and the status page)")
     sb.add_argument("--queue", help="their LocalQueue (a service with --queues)")
     sb.add_argument("--priority", help="their priority: an integer or a WorkloadPriorityClass")

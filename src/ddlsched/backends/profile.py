@@ -62,39 +62,29 @@ class ProfileBackend(Backend):
         origin: PolicyOrigin | None,
         builtin: bool,
     ) -> Simulator:
-        from ..perf.builtin_apps import builtin_profiles
-        from ..perf.profiles import read_pair_interference
-        from ..perf.typed_profiles import calibration, load_profiles
+        apps, type_apps, where = load_job_applications(cluster, jobs, settings)
+        check_job_batches(jobs, apps, type_apps, where, policy, settings)
+        return self.assemble(
+            cluster, jobs, policy, settings, apps, type_apps, seed, progress, origin, builtin
+        )
 
-        if settings.profiles:
-            apps = dict(load_profiles(settings.profiles))
-            where = settings.profiles
-        else:
-            apps = dict(builtin_profiles())
-            where = "the built-in profiles"
-        check_applications(jobs, apps, cluster, settings.profiles, where)
-        type_apps = type_applications(cluster, jobs, apps, settings.profiles)
-        for a in sorted({j.application for j in jobs} - set(apps)):
-            # only per-type tables (Sia's layout): the cluster's first type's are the default
-            apps[a] = next(type_apps[t][a] for t in cluster.gpu_types if t in type_apps)
-        if settings.ground_truth == "fitted":
-            from ..perf.fitting import fitted_applications
-
-            apps = fitted_applications(apps)
-            type_apps = {t: fitted_applications(a) for t, a in type_apps.items()}
-        if not (isinstance(policy, Elastic) and policy.elastic):  # Pollux, Sia pick batches
-            check_batches(jobs, apps, where)
-            for t, typed in type_apps.items():
-                check_batches(jobs, typed, f"the profiles of GPU type {quote(t)}")
-        elif settings.pollux_ncf_batch and any(j.application == "ncf" for j in jobs):
-            problem = batch_problem(apps["ncf"], 1, settings.pollux_ncf_batch, where)
-            if problem:
-                raise InputError(
-                    f"NCF's fixed batch under pollux: {problem}",
-                    source="--set",
-                    field="pollux_ncf_batch",
-                )
+    def assemble(
+        self,
+        cluster: Cluster,
+        jobs: Sequence[JobSpec],
+        policy: SchedulingPolicy,
+        settings: Settings,
+        apps: dict,
+        type_apps: dict[str, dict],
+        seed: int,
+        progress: Progress,
+        origin: PolicyOrigin | None,
+        builtin: bool,
+    ) -> Simulator:
+        """The engine with its executor over the loaded profiles ``apps`` / ``type_apps``."""
         from ..core.protocols import RoundLength
+        from ..perf.profiles import read_pair_interference
+        from ..perf.typed_profiles import calibration
 
         # the step of semantics=rounds: the policy's own round length where it has one
         step = policy.round_length if isinstance(policy, RoundLength) else settings.interval
@@ -134,6 +124,67 @@ class ProfileBackend(Backend):
         from ..core.simulator import Simulator
 
         return Simulator(*args, **options)  # type: ignore[arg-type]
+
+
+def default_applications(settings: Settings) -> tuple[dict, str]:
+    """The default profiles (``--set profiles=DIR``, else the built-in ones) and how errors
+    name where they are."""
+    from ..perf.builtin_apps import builtin_profiles
+    from ..perf.typed_profiles import load_profiles
+
+    if settings.profiles:
+        return dict(load_profiles(settings.profiles)), settings.profiles
+    return dict(builtin_profiles()), "the built-in profiles"
+
+
+def load_job_applications(
+    cluster: Cluster, jobs: Sequence[JobSpec], settings: Settings, apps: dict | None = None
+) -> tuple[dict, dict[str, dict], str]:
+    """(default profiles, per-type profiles, where) for ``jobs``: each job's application
+    checked (``check_applications``), the per-type tables its applications need read
+    (``type_applications``), an application with per-type tables only given the cluster's
+    first type's as its default; fitted where ``ground_truth`` says so. ``apps``: the
+    default profiles already read (``default_applications``)."""
+    where = settings.profiles or "the built-in profiles"
+    if apps is None:
+        apps, where = default_applications(settings)
+    else:
+        apps = dict(apps)
+    check_applications(jobs, apps, cluster, settings.profiles, where)
+    type_apps = type_applications(cluster, jobs, apps, settings.profiles)
+    for a in sorted({j.application for j in jobs} - set(apps)):
+        # only per-type tables (Sia's layout): the cluster's first type's are the default
+        apps[a] = next(type_apps[t][a] for t in cluster.gpu_types if t in type_apps)
+    if settings.ground_truth == "fitted":
+        from ..perf.fitting import fitted_applications
+
+        apps = fitted_applications(apps)
+        type_apps = {t: fitted_applications(a) for t, a in type_apps.items()}
+    return apps, type_apps, where
+
+
+def check_job_batches(
+    jobs: Sequence[JobSpec],
+    apps: Mapping[str, object],
+    type_apps: Mapping[str, Mapping[str, object]],
+    where: str,
+    policy: object,
+    settings: Settings,
+) -> None:
+    """Every job's batch runs on its profiles (``check_batches``, each GPU type's too) —
+    unless the policy picks batches itself (Pollux, Sia), where NCF's fixed batch is checked."""
+    if not (isinstance(policy, Elastic) and policy.elastic):  # Pollux, Sia pick batches
+        check_batches(jobs, apps, where)
+        for t, typed in type_apps.items():
+            check_batches(jobs, typed, f"the profiles of GPU type {quote(t)}")
+    elif settings.pollux_ncf_batch and any(j.application == "ncf" for j in jobs):
+        problem = batch_problem(apps["ncf"], 1, settings.pollux_ncf_batch, where)
+        if problem:
+            raise InputError(
+                f"NCF's fixed batch under pollux: {problem}",
+                source="--set",
+                field="pollux_ncf_batch",
+            )
 
 
 def check_applications(

@@ -223,10 +223,15 @@ class ProfileExecutor:
             a.max_nodes is not None for apps in self.type_apps.values() for a in apps.values()
         )
         for j in sim.jobs:
-            app = self._wrap(self.apps[j.spec.application], j)
-            r = self.runs[j.job_id] = _Run(j, app)
-            for t, apps in self.type_apps.items():
-                r.typed[t] = self._wrap(apps[j.spec.application], j)
+            self.add_run(j)
+
+    def add_run(self, j: JobState) -> None:
+        """Know ``j``, a job of the engine's (at attach; a service's jobs as they come): its
+        application's profile, and each GPU type's own where types have them."""
+        app = self._wrap(self.apps[j.spec.application], j)
+        r = self.runs[j.job_id] = _Run(j, app)
+        for t, apps in self.type_apps.items():
+            r.typed[t] = self._wrap(apps[j.spec.application], j)
 
     @staticmethod
     def _wrap(app: Application, j: JobState) -> Application:

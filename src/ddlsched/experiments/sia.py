@@ -81,7 +81,7 @@ ARTIFACT_AVG_JCT = {
     ("philly", "gavel-tunedjobs"): (6016.46, 7572.36, 4781.43),
     ("helios", "sia"): (2091.09, 2575.18, 2671.54),
     ("helios", "gavel-tunedjobs"): (6474.21, 6182.01, 9347.32),
-    ("newtrace", "sia"): (2853.69,),
+    ("newtrace", "sia"): (2853.69, 3950.08, 2917.02),
     ("newtrace", "gavel-tunedjobs"): (30824.14, 57324.14, 38127.45),
 }
 

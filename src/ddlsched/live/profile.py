@@ -144,11 +144,9 @@ class LiveProfileBackend(LiveParts, ProfileBackend):
         return LiveProfileExecutor(apps, self.procs, **options)
 
     def simulator(self, *args: object, **options: object) -> RealtimeSimulator:  # type: ignore[override]
-        from ..core.realtime import RealtimeSimulator
-
         options.pop("semantics", None)
         options.pop("round_interval", None)
-        return RealtimeSimulator(*args, poll_interval=self.poll_interval, **options)  # type: ignore[arg-type]
+        return self.engine()(*args, poll_interval=self.poll_interval, **options)  # type: ignore[arg-type]
 
 
 def to_profile_specs(jobs: list[LiveJob], time_scale: float) -> list[JobSpec]:

@@ -182,6 +182,9 @@ class ServiceSimulator(RealtimeSimulator):
         order, as policies read them."""
         job = JobState(spec=spec)
         self.by_id[spec.job_id] = job
+        added = getattr(self.executor, "job_added", None)
+        if added is not None:  # an executor that models each job (application profiles)
+            added(job)
         if self.admission is not None:
             self.admission.add(spec)  # type: ignore[attr-defined]  # its workload
         self.at(max(spec.arrival, self.now), self._arrive, job)

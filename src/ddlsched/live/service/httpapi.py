@@ -29,6 +29,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Protocol
@@ -66,6 +67,8 @@ class ServiceView(Protocol):
     cluster: Cluster | None
     executor: Any
     inbox: queue.Queue[tuple[str, Any]]
+    #: a service of application-profile jobs: checks a submission's jobs; None: trace jobs
+    profile_check: Callable[[list[Any]], None] | None
 
     @property
     def max_body(self) -> int: ...
@@ -253,17 +256,27 @@ def _jobs(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
     jobs = jobs_from_records(records, "request")
     check_commands(jobs, "request")
     assert svc.cluster is not None
+    profile_check = getattr(svc, "profile_check", None)
     for j in jobs:
-        if j.app is not None:
-            raise InputError(f"job {j.job_id}: the service schedules jobs without an "
-                             "application profile ('app'); leave it out", source="request",
+        if j.app is not None and profile_check is None:
+            raise InputError(f"job {j.job_id}: the service's policy schedules jobs without an "
+                             "application profile ('app'); leave it out (serve pollux, sia, "
+                             "sjf-ffs or sjf-bsbf takes jobs with one)", source="request",
                              field="app")  # fmt: skip
+        if j.app is None and profile_check is not None:
+            raise InputError(f"job {j.job_id}: the service's policy schedules jobs with an "
+                             "application profile: give each job an 'app' and a 'batch_size'",
+                             source="request", field="app")  # fmt: skip
         if j.iterations is not None:
             raise InputError(f"job {j.job_id}: the service schedules jobs without a model "
                              "(iterations, size_mb, t_forward): the planners that read it "
                              "plan the whole workload ahead; run them with `ddlsched live`",
                              source="request", field="iterations")  # fmt: skip
     check_fits(jobs, svc.cluster, "request")
+    if profile_check is not None:
+        from ..profile import to_profile_specs
+
+        profile_check(to_profile_specs(jobs, 1.0))
     jobs = _queued(svc, jobs, who)
     ids = store.submit(jobs, time.time())
     svc.inbox.put(("submit", ids))

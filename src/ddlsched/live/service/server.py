@@ -26,18 +26,21 @@ from typing import IO, Any
 
 from ... import __version__
 from ...core.cluster import Cluster
+from ...core.job import JobSpec
 from ...errors import InputError
 from ...processes import HELPER_ENV, RAY_GONE_S, descendants, end_marked, process_start_time
 from ...settings import Settings
 from ..executor import EventLog
 from ..launchers import cgroup
 from ..launchers.base import end_process_group
+from ..profile import to_profile_specs
 from ..run import check_fits, make_launcher, resolve_launcher, to_specs
 from .endpoints import DEFAULT_LISTEN, TOKEN_FILE, runtime_file
 from .engine import ServiceBackend, ServiceExecutor, ServiceSimulator
 from .export import SERVICE_FILE
 from .history import histories, origin_of
 from .httpapi import start_server
+from .profiles import ServiceProfileBackend, profile_service
 from .store import ENDED, JobStore, StoredJob
 
 __all__ = ["DEFAULT_LISTEN", "ServeConfig", "Service", "parse_listen"]
@@ -167,6 +170,10 @@ class Service:
         self.sim: ServiceSimulator | None = None
         self.executor: ServiceExecutor | None = None
         self.store: JobStore | None = None
+        #: with a policy of application-profile jobs (pollux, sia, …): the check of a
+        #: submission's jobs against the profiles (``ServiceProfileBackend.check_jobs``);
+        #: None: the service takes trace jobs
+        self.profile_check: Callable[[list[JobSpec]], None] | None = None
         self._lock_file: IO[str] | None = None
         self._helpers: list[tuple[int, int]] | None = None  # as last recorded
         #: this service's helper mark: its pid and start time (one value per process for good)
@@ -256,7 +263,10 @@ class Service:
         """Hand a stored job to the engine (arrival in engine time, at the earliest now)."""
         assert self.sim is not None and self.executor is not None
         self.executor.add(stored, attained)
-        spec = to_specs([stored.job], 1.0)[0]
+        if self.profile_check is not None:
+            spec = to_profile_specs([stored.job], 1.0)[0]
+        else:
+            spec = to_specs([stored.job], 1.0)[0]
         arrival = stored.submitted_at + stored.job.arrival - self.sim.origin
         self.sim.add_job(replace(spec, job_id=stored.id, arrival=max(arrival, 0.0)))
 
@@ -352,13 +362,16 @@ class Service:
                 launcher, store, self.state, grace=cfg.grace,
                 hang_timeout=cfg.hang_timeout or None, log=log,
             )  # fmt: skip
-            backend = ServiceBackend(
+            kind = ServiceProfileBackend if profile_service(cfg.policy) else ServiceBackend
+            backend = kind(
                 executor, poll_interval=cfg.poll_interval,
                 launcher_name=cfg.launcher if cfg.ray_address is None else "ray-cluster",
             )  # fmt: skip
             sim = build_simulator(cluster, [], cfg.policy, seed=cfg.seed,
                                   settings=cfg.settings, backend=backend)  # fmt: skip
             assert isinstance(sim, ServiceSimulator)
+            if isinstance(backend, ServiceProfileBackend):
+                self.profile_check = backend.check_jobs
             if self.queues_config is not None:
                 from .tenants import ServiceAdmission
 
