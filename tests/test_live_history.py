@@ -62,6 +62,33 @@ def test_segments_preemptions_and_in_place_restarts(store: JobStore) -> None:
     assert extra["interrupted"] is True
 
 
+def test_a_job_that_finished_while_being_stopped_ran_until_it_finished(store: JobStore) -> None:
+    """A preemption (or cancel) committed, then the attempt's processes reported done before
+    they stopped (``finish`` with ``was``): the job ran until the finish, and that stop was
+    no preemption — the export's segments end at the finish (``ddlsched check``)."""
+    a, b = store.submit([_job(), _job()], now=100.0)
+    store.start(a, [0, 1], 0, 101.0)
+    store.preempt(a, 104.0)
+    store.start(a, [2, 3], 1, 106.0)
+    store.preempt(a, 109.0)
+    store.finish(a, 109.4)  # was: queued
+    store.start(b, [4, 5], 0, 101.0)
+    store.cancel(b, 103.0)
+    store.finish(b, 103.2)  # was: cancelled
+    jobs, events = store.jobs(), store.events()
+    assert [e.detail for e in events if e.event == "finish"] == [
+        {"was": "queued"},
+        {"was": "cancelled"},
+    ]
+    h = histories(jobs, events, 100.0)
+    assert h[a].segments == [(1.0, 4.0, (0, 1)), (6.0, 109.4 - 100.0, (2, 3))]
+    assert h[a].preemptions == 1
+    assert h[b].segments == [(1.0, 103.2 - 100.0, (4, 5))] and h[b].preemptions == 0
+    res, _ = run_result(Cluster.homogeneous(1, 8), jobs, events)
+    rec = {r.job_id: r for r in res.jobs}
+    assert rec[a].finish == 109.4 - 100.0 and rec[a].preemptions == 1
+
+
 def test_a_cancelled_job_that_never_ran_is_not_a_record(store: JobStore) -> None:
     (a,) = store.submit([_job()], now=0.0)
     store.cancel(a, 3.0)

@@ -55,6 +55,12 @@ def test_sia_service_moves_jobs_across_gpu_types_and_each_finishes_once(home) ->
     assert svc.drain() == 0
     service = json.loads((path / "state" / "service.json").read_text())
     assert service["resolved"]["backend"] == "live-service-profile", service
+    assert service["elastic"] is True
+    out = cli(path, "export", "--state", str(path / "state"), "--out", str(path / "run"))
+    assert out.returncode == 0, out.stderr
+    assert json.loads((path / "run" / "summary.json").read_text())["elastic"] is True
+    check = cli(path, "check", str(path / "run"))
+    assert check.returncode == 0, check.stdout + check.stderr
 
 
 @pytest.mark.solo  # a restart under time limits: alone on the machine

@@ -81,6 +81,12 @@ def export_state(state: str | Path, out: str | Path, overwrite: bool = False) ->
         "resolved": record.get("resolved", {}),
     }
     res.summary.update(extra)
+    # the service's policy (service.json): an elastic one resizes jobs, a sharing one puts
+    # several on a GPU (``ddlsched check`` reads both from the summary)
+    res.summary["elastic"] = bool(extra["elastic"] or record.get("elastic") is True)
+    mj = record.get("max_jobs_per_gpu")
+    if isinstance(mj, int) and not isinstance(mj, bool) and mj > 1:
+        res.summary["max_jobs_per_gpu"] = mj
     origin = origin_of(jobs)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")

@@ -59,14 +59,31 @@ def histories(
     jobs: Sequence[StoredJob], events: Sequence[Event], origin: float
 ) -> dict[int, JobHistory]:
     """Each job's segments from the event log: a ``start``/``resize`` opens one (a resize
-    closes the one before), a preempt, requeue or end closes it."""
+    closes the one before), a preempt, requeue or end closes it. A job that finished while
+    its preemption's (or cancel's) stop was under way (``finish`` with ``was`` queued or
+    cancelled) ran until it finished: its last segment ends there, and that stop is no
+    preemption."""
     out = {j.id: JobHistory(j) for j in jobs}
+    closed_by: dict[int, str] = {}  # the event that closed each job's last segment
     for e in events:
         h = out.get(e.job) if e.job is not None else None
         if h is None:
             continue
         t = e.t - origin
         open_ = bool(h.segments) and h.segments[-1][1] is None
+        if (
+            e.event == "finish"
+            and not open_
+            and h.segments
+            and e.detail.get("was") in ("queued", "cancelled")
+            and closed_by.get(h.job.id) in ("preempt", "cancel")
+        ):
+            s, _, g = h.segments[-1]
+            h.segments[-1] = (s, t, g)
+            if closed_by[h.job.id] in _BREAKS:
+                h.preemptions -= 1
+            closed_by[h.job.id] = "finish"
+            continue
         if e.event in ("start", "resize"):
             gpus = tuple(e.detail.get("gpus", ()))
             if open_ and e.event == "start" and h.segments[-1][2] == gpus:
@@ -78,6 +95,7 @@ def histories(
         elif e.event in _CLOSE and open_:
             s, _, g = h.segments[-1]
             h.segments[-1] = (s, t, g)
+            closed_by[h.job.id] = e.event
             if e.event in _BREAKS:
                 h.preemptions += 1
     return out

@@ -27,6 +27,7 @@ from typing import IO, Any
 from ... import __version__
 from ...core.cluster import Cluster
 from ...core.job import JobSpec
+from ...core.protocols import Elastic
 from ...errors import InputError
 from ...processes import HELPER_ENV, RAY_GONE_S, descendants, end_marked, process_start_time
 from ...settings import Settings
@@ -237,7 +238,9 @@ class Service:
         # lives on in them (daemons that escaped the workers' groups) ends now
         cgroup.collect_leftovers()
 
-    def _record(self, cluster: Cluster, resolved: dict) -> None:
+    def _record(self, cluster: Cluster, resolved: dict, engine: dict[str, object]) -> None:
+        """``service.json``: what the service runs (``engine``: whether its policy resizes
+        jobs and how many share a GPU — ``export`` writes them into the summary)."""
         from ...core.results import atomic_write_bytes
 
         cfg = self.cfg
@@ -254,6 +257,7 @@ class Service:
             **({"queues": str(Path(cfg.queues).resolve())} if cfg.queues else {}),
             "settings": cfg.settings.sectioned(),
             "resolved": resolved,
+            **engine,
         }  # fmt: skip
         data = json.dumps(record, indent=2, sort_keys=True) + "\n"
         atomic_write_bytes(self.state / SERVICE_FILE, data.encode("utf-8"))
@@ -378,7 +382,11 @@ class Service:
                 self.admission = ServiceAdmission(self.queues_config)
                 sim.set_admission(self.admission)
             self.sim = sim
-            self._record(cluster, dict(sim.resolved))
+            policy = sim.policy
+            self._record(cluster, dict(sim.resolved), {
+                "elastic": bool(isinstance(policy, Elastic) and policy.elastic),
+                "max_jobs_per_gpu": sim.max_jobs_per_gpu or 1,
+            })  # fmt: skip
             jobs = store.jobs()
             hist = histories(jobs, store.events(), origin_of(jobs))
             for j in jobs:
