@@ -12,8 +12,9 @@ and its ``print_run_stats.py`` formulas). ``--policy`` names ddlsched policies (
 and to its settings (one entry per policy). For every row of the chosen trace, workloads and
 policies this runs ddlsched the way the artifact ran it — ``sia-64``, ``semantics=rounds``,
 ``calibration=sia``, the artifact's profiles — and prints both average JCTs, their relative
-difference (target: within 5 %), and ddlsched's wall time. Not a test: the artifact is not in
-this repository.
+difference (target: within 5 %), and ddlsched's wall time. Rows ``NAME#TAG`` are repeated
+runs of an unseeded artifact policy (``pollux-unaware#r2``): the artifact's value is their mean,
+and their range is printed beside it. Not a test: the artifact is not in this repository.
 """
 
 from __future__ import annotations
@@ -45,25 +46,29 @@ def main(argv: list[str] | None = None) -> int:
 
     wanted = {f"workload-{w.strip()}" for w in args.workloads.split(",")}
     ours_of = {POLICIES[p][0]: p for p in args.policy or ["sia"]}
+    # repeated runs of one workload are rows whose policy is ``NAME#TAG`` (an unseeded
+    # artifact policy, e.g. ``pollux-unaware#r2``): the artifact's value is their mean
+    runs: dict[tuple[str, str], list[float]] = {}
     with args.results.open(newline="") as f:
-        rows = [
-            r
-            for r in csv.DictReader(f)
-            if r["trace"] == args.trace and r["workload"] in wanted and r["policy"] in ours_of
-        ]
-    rows.sort(key=lambda r: (r["policy"], r["workload"]))
-    if not rows:
+        for r in csv.DictReader(f):
+            policy = r["policy"].split("#", 1)[0]
+            if r["trace"] == args.trace and r["workload"] in wanted and policy in ours_of:
+                try:
+                    runs.setdefault((policy, r["workload"]), []).append(float(r["avg_jct_s"]))
+                except ValueError:  # a FAILED row
+                    continue
+    if not runs:
         print("no matching rows in", args.results, file=sys.stderr)
         return 2
     print(
         f"{'trace':8} {'workload':11} {'policy':15} {'artifact':>10} {'ddlsched':>10} "
-        f"{'diff':>7} {'wall s':>7}"
+        f"{'diff':>7} {'wall s':>7}  artifact runs"
     )
     pairs: dict[str, list[tuple[float, float]]] = {}  # policy → (artifact, ddlsched) per row
-    for r in rows:
-        name = ours_of[r["policy"]]
+    for (policy, workload), got in sorted(runs.items()):
+        name = ours_of[policy]
         sets = POLICIES[name][1]
-        wl = args.sia_dir / "workloads" / args.trace / f"{r['workload']}.csv"
+        wl = args.sia_dir / "workloads" / args.trace / f"{workload}.csv"
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "o"
             argv2 = ["run", "--cluster", "sia-64", "--workload", str(wl), "--policy", name]
@@ -84,18 +89,25 @@ def main(argv: list[str] | None = None) -> int:
             import json
 
             ours = json.loads((out / "summary.json").read_text())["avg_jct"]
-        theirs = float(r["avg_jct_s"])
+        theirs = sum(got) / len(got)
         pairs.setdefault(name, []).append((theirs, ours))
         diff = (ours - theirs) / theirs
+        spread = (
+            f"{len(got)}: {min(got):.2f} … {max(got):.2f} "
+            f"({max(got) / min(got) - 1:+.1%}; ddlsched "
+            f"{'inside' if min(got) <= ours <= max(got) else 'outside'})"
+            if len(got) > 1
+            else "1"
+        )
         print(
-            f"{args.trace:8} {r['workload']:11} {name:15} {theirs:10.2f} {ours:10.2f} "
-            f"{diff:+7.2%} {wall:7.1f}",
+            f"{args.trace:8} {workload:11} {name:15} {theirs:10.2f} {ours:10.2f} "
+            f"{diff:+7.2%} {wall:7.1f}  {spread}",
             flush=True,
         )
-    for name, got in pairs.items():
-        if len(got) > 1:
-            t = sum(a for a, _ in got) / len(got)
-            o = sum(b for _, b in got) / len(got)
+    for name, pair in pairs.items():
+        if len(pair) > 1:
+            t = sum(a for a, _ in pair) / len(pair)
+            o = sum(b for _, b in pair) / len(pair)
             print(f"{'mean':8} {'':11} {name:15} {t:10.2f} {o:10.2f} {(o - t) / t:+7.2%}")
     return 0
 

@@ -1,0 +1,51 @@
+"""benchmarks/sia_fidelity.py on a folder laid out as the Sia artifact's, with tiny profiles
+and a workload of our own (ddlsched carries none of the artifact): one ddlsched run per
+workload beside the artifact's rows, repeated unseeded runs (``NAME#TAG``) pooled."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location(
+    "sia_fidelity", ROOT / "benchmarks" / "sia_fidelity.py"
+)
+sia_fidelity = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sia_fidelity)
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_sia_inputs import write_sia_profiles  # noqa: E402
+
+
+def test_repeated_artifact_runs_are_pooled_and_their_range_printed(tmp_path, capsys) -> None:
+    sia = tmp_path / "sia-simulator"
+    write_sia_profiles(sia / "traces", apps=("alpha", "beta"), epoch_progress=3e3)
+    wl = sia / "workloads" / "philly"
+    wl.mkdir(parents=True)
+    (wl / "workload-1.csv").write_text(
+        "name,time,application,num_replicas,batch_size\n"
+        + "".join(f"{a}-{i},{40 * i},{a},2,64\n" for i, a in enumerate(["alpha", "beta"] * 3))
+    )
+    results = tmp_path / "results.csv"
+    with results.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["trace", "workload", "policy", "avg_jct_s"])
+        w.writerow(["philly", "workload-1", "pollux-unaware", "1000.0"])
+        w.writerow(["philly", "workload-1", "pollux-unaware#r2", "1200.0"])
+        w.writerow(["philly", "workload-1", "pollux-unaware#r3", "FAILED"])  # skipped
+        w.writerow(["philly", "workload-1", "sia", "5.0"])  # another policy: not asked
+        w.writerow(["saturn", "workload-1", "pollux-unaware", "7.0"])  # another trace
+    argv = [str(sia), "--results", str(results), "--trace", "philly", "--workloads", "1"]
+    assert sia_fidelity.main([*argv, "--policy", "pollux-unaware"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("philly")]
+    assert len(rows) == 1
+    cells = rows[0].split()
+    assert cells[:4] == ["philly", "workload-1", "pollux-unaware", "1100.00"]
+    ours = float(cells[4])
+    assert cells[5] == f"{(ours - 1100.0) / 1100.0:+.2%}"
+    inside = "inside" if 1000.0 <= ours <= 1200.0 else "outside"
+    assert rows[0].endswith(f"2: 1000.00 … 1200.00 (+20.0%; ddlsched {inside})")
+    assert sia_fidelity.main([*argv, "--workloads", "2"]) == 2  # no such rows
