@@ -134,3 +134,23 @@ def test_a_trace_service_refuses_profile_jobs_and_names_the_policies_that_take_t
     assert status == 400 and "field 'app'" in doc["error"], doc  # type: ignore[index]
     assert "serve pollux, sia" in doc["error"]  # type: ignore[index]
     assert svc.drain() == 0
+
+
+def test_a_profile_service_with_queues_admits_its_jobs_by_their_queue(home) -> None:  # noqa: F811
+    """``serve --queues`` with a policy of profile jobs: the engine's view of a job keeps its
+    LocalQueue and priority (the quota layer admits by them), so a job within its queue's
+    quota runs and the one beyond it waits until the first is done."""
+    from test_live_tenants import _queues
+
+    path, tag, _ = home
+    svc = serve(home, "--policy", "sjf-bsbf", "--queues", _queues(path))
+    cmd = ["python3", "job.py", "40", "ok", tag]
+    rec = {"command": cmd, "gpus": 2, "app": "cifar10", "batch_size": 128, "queue": "team-a"}
+    ids = svc.submit(dict(rec, priority="high"), rec)
+    jobs = svc.wait_ended(ids, timeout=90)
+    assert all(jobs[i]["state"] == "finished" for i in ids), jobs
+    with JobStore(path / "state") as store:
+        first_end = next(e.t for e in store.job_events(ids[0]) if e.event == "finish")
+        second_start = next(e.t for e in store.job_events(ids[1]) if e.event == "start")
+    assert second_start >= first_end - 0.5  # team-a's quota of 2 GPUs: one job at a time
+    assert svc.drain() == 0

@@ -179,6 +179,8 @@ def to_profile_specs(jobs: list[LiveJob], time_scale: float) -> list[JobSpec]:
                 application=j.app,
                 batch_size=j.batch_size,
                 name=" ".join(j.command)[:80],
+                queue=j.queue,
+                priority=j.priority,
             )
         )
     return out
