@@ -154,3 +154,18 @@ def test_a_profile_service_with_queues_admits_its_jobs_by_their_queue(home) -> N
         second_start = next(e.t for e in store.job_events(ids[1]) if e.event == "start")
     assert second_start >= first_end - 0.5  # team-a's quota of 2 GPUs: one job at a time
     assert svc.drain() == 0
+
+
+def test_a_store_of_trace_jobs_is_not_served_by_a_profile_policy(home) -> None:  # noqa: F811
+    """A state directory whose queued jobs have no ``app`` (a fifo service's), restarted with
+    ``--policy pollux``: one line naming the state directory and what to do, exit 2."""
+    from ddlsched.live.jobfile import LiveJob
+
+    path, tag, _ = home
+    with JobStore(path / "state") as store:
+        store.submit([LiveJob(job_id=0, arrival=0.0, gpus=1, command=("sleep", tag))], 1.0)
+    out = cli(path, "serve", "--local", "--cluster", "tiny", "--policy", "pollux",
+              "--state", str(path / "state"), "--listen", "127.0.0.1:0", timeout=60)  # fmt: skip
+    assert out.returncode == 2, out.stdout + out.stderr
+    err = out.stderr.strip().splitlines()[-1]
+    assert "job 1 in the state store has no 'app': pollux schedules" in err, out.stderr

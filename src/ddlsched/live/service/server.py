@@ -268,6 +268,13 @@ class Service:
         assert self.sim is not None and self.executor is not None
         self.executor.add(stored, attained)
         if self.profile_check is not None:
+            if not stored.job.app:
+                raise InputError(
+                    f"job {stored.id} in the state store has no 'app': {self.cfg.policy} "
+                    "schedules application-profile jobs; serve this state with the policy "
+                    "it was started with, or start with another --state",
+                    source=str(self.state),
+                )
             spec = to_profile_specs([stored.job], 1.0)[0]
         else:
             spec = to_specs([stored.job], 1.0)[0]
