@@ -169,3 +169,27 @@ def test_a_store_of_trace_jobs_is_not_served_by_a_profile_policy(home) -> None: 
     assert out.returncode == 2, out.stdout + out.stderr
     err = out.stderr.strip().splitlines()[-1]
     assert "job 1 in the state store has no 'app': pollux schedules" in err, out.stderr
+
+
+def test_a_stored_job_whose_profile_is_gone_fails_with_the_reason(home) -> None:  # noqa: F811
+    """Restarted with other profiles (``--set profiles``), a queued job whose application they
+    lack is failed with the reason — one line in the log — and the service runs on."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_sia_inputs import write_sia_profiles
+
+    from ddlsched.live.jobfile import LiveJob
+
+    path, tag, _ = home
+    beta = write_sia_profiles(path / "profiles", apps=("beta",))
+    with JobStore(path / "state") as store:
+        job = LiveJob(job_id=0, arrival=0.0, gpus=1, command=("sleep", tag), app="alpha",
+                      batch_size=32)  # fmt: skip
+        (i,) = store.submit([job], 1.0)
+    svc = serve(home, "--cluster", "sia-64", "--policy", "sia", "--set", f"profiles={beta}")
+    got = svc.jobs()[i]
+    assert got["state"] == "failed", got
+    assert "cannot run on this service's profiles" in got["reason"] and "alpha" in got["reason"]
+    assert f"job {i} failed: cannot run" in svc.log.read_text()
+    assert svc.drain() == 0

@@ -281,6 +281,22 @@ class Service:
         arrival = stored.submitted_at + stored.job.arrival - self.sim.origin
         self.sim.add_job(replace(spec, job_id=stored.id, arrival=max(arrival, 0.0)))
 
+    def _runnable(self, j: StoredJob) -> bool:
+        """A profile service's recovered job must run on the profiles read at this start
+        (they may differ from its last: another ``--set profiles``, another cluster); if it
+        cannot, it is failed with the reason, and the log says so."""
+        if self.profile_check is None or not j.job.app:
+            return True
+        assert self.store is not None
+        try:
+            self.profile_check(to_profile_specs([j.job], 1.0))
+        except InputError as e:
+            why = f"cannot run on this service's profiles: {e.message}"
+            self.store.fail(j.id, time.time(), why)
+            self.say(f"ddlsched serve: job {j.id} failed: {why}")
+            return False
+        return True
+
     def _admissible(self, j: StoredJob) -> bool:
         """With ``--queues``, whether a recovered job's queue and priority are still known
         (the queues may have changed, or the job is older than them): if not, it is failed
@@ -399,7 +415,7 @@ class Service:
             for j in jobs:
                 if j.state not in ENDED:
                     check_fits([j.job], cluster, "the state store")
-                    if not self._admissible(j):
+                    if not self._admissible(j) or not self._runnable(j):
                         continue
                     ran = sum((e if e is not None else s) - s for s, e, _ in hist[j.id].segments)
                     self._add(j, attained=ran)
