@@ -209,7 +209,8 @@ def test_the_batch_a_job_runs_uses_its_real_types_range(tmp_path) -> None:
 def test_on_one_gpu_type_it_is_pollux(tmp_path) -> None:
     """The issue's check: on a cluster of one GPU type of 4-GPU nodes (sia-homo-64) the
     virtual nodes are the servers, the model is Pollux's, nothing is dropped and the replica
-    cap is the cluster's GPUs — the same schedule as ``pollux``, to the bit."""
+    cap is the cluster's GPUs — the same schedule as ``pollux``, to the bit, once Sia's
+    simulator's restart rule (free moves, the next test) is set aside."""
     root = write_sia_profiles(
         tmp_path / "t", apps=("alpha", "beta"), types={"aws": TYPES["aws"]}, epoch_progress=3e3
     )
@@ -218,12 +219,70 @@ def test_on_one_gpu_type_it_is_pollux(tmp_path) -> None:
     for sem in ("rounds", "events"):
         settings = {"profiles": str(root), "semantics": sem, "calibration": "sia"}
         a = simulate(cl, specs, Pollux(), settings=settings)
-        pu = PolluxUnaware()
+        pu = PolluxUnaware(free_moves_on=False)  # Sia's restart rule apart (test below)
         b = simulate(cl, specs, pu, settings=settings)
         assert outcome(a) == outcome(b)
         assert a.summary["avg_jct"] == b.summary["avg_jct"]
         assert pu.dropped_gpus == 0
         assert any(j.preemptions for j in b.jobs)  # the schedule is elastic, not trivial
+
+
+def test_a_move_to_the_same_type_and_per_node_gpus_is_free() -> None:
+    """cluster_unaware.py:182-209, job.py:524-552: a running job restarts only when its GPU
+    type or its GPUs per real node change; another node of the same shape, or the other half
+    of a DGX, is a move without a restart."""
+    cl = load_cluster("sia-64")  # 6 aws × 4, 2 dgx-ext × 8, 3 rtx × 8
+    by = {}
+    for s_, srv in enumerate(cl.servers):
+        by.setdefault(srv.gpu_type, []).append(list(cl.gpus_of_server(s_)))
+    aws, dgx = by["aws"], by["dgx-ext"]
+    pu = PolluxUnaware()
+    sim = SimpleNamespace(cluster=cl)
+    job = SimpleNamespace(job_id=0)
+    assert pu._moves_free(sim, job, tuple(aws[0]), aws[1])  # (4,) → (4,) on another node
+    assert pu._moves_free(sim, job, tuple(dgx[0][:4]), dgx[0][4:])  # the other DGX half
+    assert not pu._moves_free(sim, job, tuple(aws[0]), dgx[0][:4])  # another type
+    assert not pu._moves_free(sim, job, tuple(aws[0]), aws[1][:2] + aws[2][:2])  # (2, 2)
+    assert pu.free_moves == 2
+    assert not PolluxUnaware(free_moves_on=False)._moves_free(sim, job, tuple(aws[0]), aws[1])
+
+
+class _Mover(PolluxUnaware):
+    """Moves job 0, once it runs on one virtual node, to the next (empty) one of the same
+    type: a move the artifact makes without a restart."""
+
+    moved_at: float | None = None
+
+    def repair(self, prob, alloc):
+        out = super().repair(prob, alloc)
+        if self.moved_at is None and 0 in prob.job_ids:
+            i = prob.job_ids.index(0)
+            cur = prob.current[i]
+            (used,) = np.flatnonzero(out[i]) if np.count_nonzero(out[i]) == 1 else (None,)
+            if used is not None and (out[i] == cur).all() and not out[:, used + 1].any():
+                out[i, used + 1], out[i, used] = out[i, used], 0
+                self.moved_at = prob.time
+        return out
+
+
+def test_free_moves_charge_no_new_restart(tmp_path) -> None:
+    """The engine side of a free move: the job goes on at once on the other node (no new
+    restart delay), so it finishes earlier than when the same move restarts it."""
+    root = write_sia_profiles(
+        tmp_path / "t", apps=("alpha",), types={"aws": TYPES["aws"]}, epoch_progress=3e3
+    )
+    cl = load_cluster("sia-homo-64")
+    specs = jobs(1)
+    settings = {"profiles": str(root), "semantics": "rounds", "calibration": "sia"}
+    free, paid = _Mover(), _Mover(free_moves_on=False)
+    a = simulate(cl, specs, free, settings=settings)
+    b = simulate(cl, specs, paid, settings=settings)
+    assert free.moved_at == paid.moved_at is not None
+    assert free.free_moves == 1 and paid.free_moves == 0
+    assert a.summary["pollux_unaware_free_moves"] == 1
+    (ja,), (jb,) = a.jobs, b.jobs
+    assert ja.finish < jb.finish  # the restart delay the move did not charge
+    assert any(seg.start == free.moved_at for seg in a.segments)  # moved at that round
 
 
 def test_heterogeneous_run_keeps_each_job_on_one_type(tmp_path, capsys) -> None:

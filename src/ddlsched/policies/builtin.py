@@ -73,12 +73,16 @@ def _pollux(settings: Settings, placement: str | None) -> Any:
 
 
 def _pollux_unaware(settings: Settings, placement: str | None) -> Any:
+    from ..perf.typed_profiles import calibration
     from .pollux_unaware import PolluxUnaware
 
+    delays = calibration(settings.calibration).get("app_delays", {})
     return PolluxUnaware(
         interval=settings.interval,
         restart_penalty=settings.rescale_delay,
         ncf_batch=settings.pollux_ncf_batch,
+        restart_delays=dict(delays),
+        default_delay=settings.rescale_delay,
     )
 
 

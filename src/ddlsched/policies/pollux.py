@@ -242,8 +242,10 @@ class Pollux:
         of each node (lowest GPU ids first), with the batch their model picks."""
         running = [j.job_id in sim.running for j in jobs]
         keep = [run and bool((alloc[i] == prob.current[i]).all()) for i, run in enumerate(running)]
+        before: dict[int, tuple[int, ...]] = {}  # the GPUs each stopped job ran on
         for j, run, kept in zip(jobs, running, keep, strict=True):
             if run and not kept:  # stop the jobs whose allocation changes
+                before[j.job_id] = tuple(j.gpus)
                 sim.preempt(j)
                 self._restarts[j.job_id] = self._restarts.get(j.job_id, 0) + 1
         free = [[g for g in gpus if not sim.residents[g]] for gpus in self.nodes(sim)]
@@ -262,7 +264,29 @@ class Pollux:
                 gpus += free[s][:take]
                 free[s] = free[s][take:]
             batch = self.ncf_batch if self._pinned(j) else self._start_batch(sim, j, gpus)
-            sim.resize(j, gpus, JobConfig(batch_size=int(batch)))
+            old = before.get(j.job_id)
+            if old is not None and self._moves_free(sim, j, old, gpus):
+                self._restarts[j.job_id] -= 1  # a move, not a restart
+                sim.resize(
+                    j, gpus, JobConfig(batch_size=int(batch), restart_delay=self._left(sim, j))
+                )
+            else:
+                self._started(sim, j)
+                sim.resize(j, gpus, JobConfig(batch_size=int(batch)))
+
+    def _moves_free(
+        self, sim: Simulator, job: JobState, old: tuple[int, ...], new: list[int]
+    ) -> bool:
+        """Whether moving running ``job`` from GPUs ``old`` to ``new`` costs no restart
+        (Pollux's: never; its allocation changed)."""
+        return False
+
+    def _left(self, sim: Simulator, job: JobState) -> float:
+        """Seconds of its restart delay a freely moved job still has to serve."""
+        return 0.0
+
+    def _started(self, sim: Simulator, job: JobState) -> None:
+        """``job`` (re)starts now with a restart delay (a hook for the free moves' delay)."""
 
     def _start_batch(self, sim: Simulator, job: JobState, gpus: list[int]) -> int:
         """The batch ``job`` starts with on ``gpus``: its model's best on as many real servers

@@ -23,7 +23,11 @@ deterministic allocation search in place of the artifact's unseeded NSGA-II):
    search spreads over several types keeps only the GPUs of the type holding most of them
    (a tie between the two most common: dgx-ext > azure > quad > rtx > aws); the others stay
    idle this round.
-5. **The batch a job runs** (``Job.update_local_bsz`` with ``h_unaware``, job.py:317-386):
+5. **Free moves** (cluster_unaware.py:182-209, job.py:524-552): a running job whose new GPUs
+   are of the same type with the same GPUs per *real* node (the per-node tuple, in allocation
+   order) moves there without a restart — no restart delay beyond what is left of its last,
+   and it does not count for the restart factor.
+6. **The batch a job runs** (``Job.update_local_bsz`` with ``h_unaware``, job.py:317-386):
    the one model's best batch within the *real* type's application — its largest total
    batch, its local-batch range on the job's placement, its initial batch — not the
    reference type's range the speedups use.
@@ -137,6 +141,15 @@ class PolluxUnaware(Pollux):
     reference_type: str = REFERENCE_TYPE
     #: GPUs the mixed-type fix left idle, summed over rounds
     dropped_gpus: int = field(default=0, init=False)
+    #: application → restart delay (s) the engine charges (``calibration``'s), else
+    #: ``default_delay``: what is left of it carries over a free move
+    restart_delays: dict[str, float] = field(default_factory=dict)
+    default_delay: float = 30.0
+    #: False: every change of a job's GPUs restarts it, as in ``pollux`` (module doc, 5)
+    free_moves_on: bool = True
+    #: running jobs moved to GPUs of the same type and per-node tuple without a restart
+    free_moves: int = field(default=0, init=False)
+    _restore_until: dict[int, float] = field(default_factory=dict, init=False, repr=False)
 
     def attach(self, sim: Simulator) -> None:
         super().attach(sim)
@@ -169,7 +182,7 @@ class PolluxUnaware(Pollux):
         return min(max_replicas(app, self._model(job).max_profiled_replicas), self.cap, total)
 
     def _run_batch(self, job: JobState, gpus: tuple[int, ...] | list[int]) -> int:
-        """The batch ``job`` runs on ``gpus`` (module doc, 5; ``update_local_bsz``,
+        """The batch ``job`` runs on ``gpus`` (module doc, 6; ``update_local_bsz``,
         job.py:317-386): the merged model's best of the real type's candidate batches up to
         its max_bsz, micro-batches within its local range on this placement; before the model
         has parameters and gradient statistics, max(init_bsz, min_local·R) of that type."""
@@ -185,13 +198,34 @@ class PolluxUnaware(Pollux):
         return best_goodput(m.params, m.grad, app.init_bsz, len(placement), r, app.max_bsz, rng)[1]
 
     def rebatch(self, run: ProfileRun) -> int:
-        """The batch the job re-tunes to on its current GPUs (module doc, 5)."""
+        """The batch the job re-tunes to on its current GPUs (module doc, 6)."""
         if self._pinned(run.job):
             return self.ncf_batch
         return self._run_batch(run.job, run.job.gpus)
 
     def _start_batch(self, sim: Simulator, job: JobState, gpus: list[int]) -> int:
         return self._run_batch(job, gpus)
+
+    def _moves_free(
+        self, sim: Simulator, job: JobState, old: tuple[int, ...], new: list[int]
+    ) -> bool:
+        """Module doc, 5: same GPU type, same GPUs per real node (allocation order)."""
+        if not self.free_moves_on:
+            return False
+        cl = sim.cluster
+        if cl.gpu_type(old[0]) != cl.gpu_type(new[0]):
+            return False
+        if node_runs(cl.gpu_server[g] for g in old) != node_runs(cl.gpu_server[g] for g in new):
+            return False
+        self.free_moves += 1
+        return True
+
+    def _left(self, sim: Simulator, job: JobState) -> float:
+        return max(self._restore_until.get(job.job_id, sim.now) - sim.now, 0.0)
+
+    def _started(self, sim: Simulator, job: JobState) -> None:
+        delay = self.restart_delays.get(job.spec.application, self.default_delay)
+        self._restore_until[job.job_id] = sim.now + delay
 
     def repair(self, prob: RoundProblem, alloc: np.ndarray) -> np.ndarray:
         """The mixed-type fix on every job's row (``drop_minority_types``)."""
@@ -203,5 +237,8 @@ class PolluxUnaware(Pollux):
         return out
 
     def summary_extras(self, sim: Simulator) -> dict[str, object]:
-        """GPU-rounds the mixed-type fix left idle (summed over rounds)."""
-        return {"pollux_unaware_dropped_gpu_rounds": self.dropped_gpus}
+        """GPU-rounds the mixed-type fix left idle (summed over rounds) and free moves."""
+        return {
+            "pollux_unaware_dropped_gpu_rounds": self.dropped_gpus,
+            "pollux_unaware_free_moves": self.free_moves,
+        }
