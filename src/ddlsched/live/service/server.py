@@ -287,15 +287,18 @@ class Service:
         cannot, it is failed with the reason, and the log says so."""
         if self.profile_check is None or not j.job.app:
             return True
-        assert self.store is not None
         try:
             self.profile_check(to_profile_specs([j.job], 1.0))
         except InputError as e:
-            why = f"cannot run on this service's profiles: {e.message}"
-            self.store.fail(j.id, time.time(), why)
-            self.say(f"ddlsched serve: job {j.id} failed: {why}")
-            return False
+            return self._fail_recovered(j, f"cannot run on this service's profiles: {e.message}")
         return True
+
+    def _fail_recovered(self, j: StoredJob, why: str) -> bool:
+        """Fail recovered job ``j`` with ``why`` (said in the log); False."""
+        assert self.store is not None
+        self.store.fail(j.id, time.time(), why)
+        self.say(f"ddlsched serve: job {j.id} failed: {why}")
+        return False
 
     def _admissible(self, j: StoredJob) -> bool:
         """With ``--queues``, whether a recovered job's queue and priority are still known
@@ -303,14 +306,12 @@ class Service:
         with the reason, and the log says so."""
         if self.admission is None:
             return True
-        assert self.store is not None
         try:
             self.admission.check(j.job, j.id)
         except InputError as e:
-            why = f"not admissible with --queues {self.cfg.queues}: {e.message}"
-            self.store.fail(j.id, time.time(), why)
-            self.say(f"ddlsched serve: job {j.id} failed: {why}")
-            return False
+            return self._fail_recovered(
+                j, f"not admissible with --queues {self.cfg.queues}: {e.message}"
+            )
         return True
 
     def _take_inbox(self) -> None:
