@@ -285,6 +285,46 @@ def test_free_moves_charge_no_new_restart(tmp_path) -> None:
     assert any(seg.start == free.moved_at for seg in a.segments)  # moved at that round
 
 
+class _Suspender(PolluxUnaware):
+    """Suspends job 0 for one round once it runs, then gives it its GPUs back; records the
+    restarts counted for job 0 at every round."""
+
+    step: int = 0
+
+    def repair(self, prob, alloc):
+        out = super().repair(prob, alloc)
+        self.seen = [*getattr(self, "seen", []), self._restarts.get(0, 0)]
+        if 0 in prob.job_ids:
+            i = prob.job_ids.index(0)
+            if self.step == 0 and prob.current[i].any():
+                self.saved, self.step = prob.current[i].copy(), 1
+                out[i] = 0  # suspended this round
+            elif self.step == 1:
+                out[i], self.step = self.saved, 2  # resumed where it ran
+        return out
+
+
+def test_a_restart_counts_at_the_resume_not_at_the_stop(tmp_path) -> None:
+    """job.py:524-575: Sia's simulator counts a restart when a job starts again (a resume
+    after a suspension too), ddlsched's Pollux when it is stopped: while suspended the job
+    has one restart fewer, after the resume the same number."""
+    root = write_sia_profiles(
+        tmp_path / "t", apps=("alpha",), types={"aws": TYPES["aws"]}, epoch_progress=3e3
+    )
+    cl = load_cluster("sia-homo-64")
+    settings = {"profiles": str(root), "semantics": "rounds", "calibration": "sia"}
+    at_start, at_stop = _Suspender(), _Suspender()
+    at_stop.restarts_at_start = False
+    simulate(cl, jobs(1), at_start, settings=settings)
+    simulate(cl, jobs(1), at_stop, settings=settings)
+    assert at_start.step == at_stop.step == 2  # suspended, then resumed
+    pairs = list(zip(at_start.seen, at_stop.seen, strict=False))
+    k = next(i for i, (a, b) in enumerate(pairs) if a != b)
+    assert pairs[k][1] == pairs[k][0] + 1  # the round it is suspended for: one fewer
+    assert pairs[k + 1][0] == pairs[k + 1][1]  # resumed: counted by both
+    assert all(a == b for a, b in pairs[k + 1 :])
+
+
 def test_heterogeneous_run_keeps_each_job_on_one_type(tmp_path, capsys) -> None:
     """sia-64 with our profiles: every job runs each segment on GPUs of one type (the fix
     drops the rest), the run passes ``ddlsched check``, and its jobs differ from Pollux's

@@ -57,6 +57,11 @@ class Pollux:
     _models: dict[int, JobGoodput] = field(default_factory=dict, init=False, repr=False)
     _restarts: dict[int, int] = field(default_factory=dict, init=False, repr=False)
     _rows: dict[int, tuple] = field(default_factory=dict, init=False, repr=False)
+    _ever_started: set[int] = field(default_factory=set, init=False, repr=False)
+    #: when a restart counts for the restart factor: when a running job is stopped (False,
+    #: ddlsched's Pollux) or at every start after the first, a resume included (True: Sia's
+    #: simulator, job.py:524-575)
+    restarts_at_start = False
 
     def attach(self, sim: Simulator) -> None:
         # the engine registers this policy as its jobs' agent (``observe``/``rebatch``:
@@ -247,7 +252,8 @@ class Pollux:
             if run and not kept:  # stop the jobs whose allocation changes
                 before[j.job_id] = tuple(j.gpus)
                 sim.preempt(j)
-                self._restarts[j.job_id] = self._restarts.get(j.job_id, 0) + 1
+                if not self.restarts_at_start:
+                    self._restarts[j.job_id] = self._restarts.get(j.job_id, 0) + 1
         free = [[g for g in gpus if not sim.residents[g]] for gpus in self.nodes(sim)]
         for j, kept in zip(jobs, keep, strict=True):  # kept jobs re-tune their batch (events;
             if kept:  # rounds does it in every step)
@@ -266,11 +272,15 @@ class Pollux:
             batch = self.ncf_batch if self._pinned(j) else self._start_batch(sim, j, gpus)
             old = before.get(j.job_id)
             if old is not None and self._moves_free(sim, j, old, gpus):
-                self._restarts[j.job_id] -= 1  # a move, not a restart
+                if not self.restarts_at_start:
+                    self._restarts[j.job_id] -= 1  # a move, not a restart
                 sim.resize(
                     j, gpus, JobConfig(batch_size=int(batch), restart_delay=self._left(sim, j))
                 )
             else:
+                if self.restarts_at_start and j.job_id in self._ever_started:
+                    self._restarts[j.job_id] = self._restarts.get(j.job_id, 0) + 1
+                self._ever_started.add(j.job_id)
                 self._started(sim, j)
                 sim.resize(j, gpus, JobConfig(batch_size=int(batch)))
 

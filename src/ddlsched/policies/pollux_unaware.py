@@ -26,7 +26,8 @@ deterministic allocation search in place of the artifact's unseeded NSGA-II):
 5. **Free moves** (cluster_unaware.py:182-209, job.py:524-552): a running job whose new GPUs
    are of the same type with the same GPUs per *real* node (the per-node tuple, in allocation
    order) moves there without a restart — no restart delay beyond what is left of its last,
-   and it does not count for the restart factor.
+   and it does not count for the restart factor. A restart counts at every start after the
+   first, a resume after a suspension included (job.py:524-575), not when the job is stopped.
 6. **The batch a job runs** (``Job.update_local_bsz`` with ``h_unaware``, job.py:317-386):
    the one model's best batch within the *real* type's application — its largest total
    batch, its local-batch range on the job's placement, its initial batch — not the
@@ -139,6 +140,7 @@ class PolluxUnaware(Pollux):
 
     name: str = "pollux-unaware"
     reference_type: str = REFERENCE_TYPE
+    restarts_at_start = True  # module doc, 5
     #: GPUs the mixed-type fix left idle, summed over rounds
     dropped_gpus: int = field(default=0, init=False)
     #: application → restart delay (s) the engine charges (``calibration``'s), else
