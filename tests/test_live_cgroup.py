@@ -254,6 +254,61 @@ def test_leftovers_of_a_dead_owner_end_and_go_at_start(cg, tmp_path) -> None:
                 d.rmdir()
 
 
+def test_a_dead_owner_of_another_store_is_left_to_that_store(cg, tmp_path, monkeypatch) -> None:
+    """A dead service's ``…-<start>-<store>`` directory: a process of no store (or another
+    store) leaves its workers running, for that store's next service to stop them with their
+    checkpoints; a process of that store ends them."""
+    parent = cg.parent
+    gone = subprocess.Popen(["true"])
+    gone_start = process_start_time(gone.pid)
+    gone.wait(timeout=10)
+    store = "0123abcd" + uuid.uuid4().hex[:8]
+    tag = f"cg{uuid.uuid4().hex[:8]}"
+    dead_dir = parent / f"ddlsched-{cgroup._pid_ns()}-{gone.pid}-{gone_start or 1}-{store}"
+    assert cgroup.owner_alive(dead_dir.name) is False
+    leaf = dead_dir / "job-3-0-0-deadbeef"
+    orphan = None
+    try:
+        leaf.mkdir(parents=True)
+        orphan = subprocess.Popen(["/bin/sh", "-c", cgroup.GATE, "sh", sys.executable, "-c", SLEEP, tag],
+                                  stdin=subprocess.PIPE)  # fmt: skip
+        assert cgroup.Leaf(leaf).place(orphan.pid)
+        assert orphan.stdin is not None
+        orphan.stdin.write(b"go\n")
+        orphan.stdin.close()
+        _wait(lambda: _tagged(tag), what="the orphan")
+        for other in ("", "fedcba98"):  # a batch run; a service of another store
+            monkeypatch.setenv(cgroup.STORE_ENV, other)
+            cgroup.reset()  # as a process that starts now
+            assert cgroup.available()[0]
+            cgroup.collect_leftovers()  # and again, explicitly
+            time.sleep(0.3)
+            assert orphan.poll() is None and dead_dir.is_dir(), other
+            cgroup.close(5.0)
+        monkeypatch.setenv(cgroup.STORE_ENV, store.upper())  # as the store's next service
+        cgroup.reset()
+        assert cgroup.store_tag() == store
+        assert cgroup.available()[0]
+        assert orphan.wait(timeout=5) == -9
+        _wait(lambda: (cgroup.sweep(), not dead_dir.exists())[1], timeout=5, what="rmdir")
+    finally:
+        if orphan is not None and orphan.poll() is None:
+            orphan.kill()
+            orphan.wait(timeout=10)
+        for d in (leaf, dead_dir):
+            if d.exists():
+                d.rmdir()
+
+
+def test_store_names_are_read_and_judged_like_plain_ones() -> None:
+    ns, me = cgroup._pid_ns(), os.getpid()
+    start = process_start_time(me)
+    assert cgroup.owner_alive(f"ddlsched-{ns}-{me}-{start}-00ff") is True
+    assert cgroup.owner_alive(f"ddlsched-{ns}-{me}-{start + 1}-00ff") is False
+    assert cgroup.owner_alive(f"ddlsched-{ns}-{me}-{start}-xyz") is None  # not a store id
+    assert cgroup.owner_alive(f"ddlsched-{ns}-{me}-{start}-00ff-1") is None
+
+
 def test_a_worker_that_cannot_be_moved_falls_back(cg, tmp_path, monkeypatch, capsys) -> None:
     """Moving the worker into its leaf fails (here: as if its pid were another's, ESRCH):
     the leaf goes, the worker runs under the fallback, and so do those started after it."""
@@ -385,6 +440,13 @@ def test_a_kill9d_services_daemons_end_when_the_next_one_starts(home) -> None:  
     svc.kill9()
     time.sleep(0.5)
     assert _tagged(tag), "the daemon should outlive its killed service"
+    # a service of another store starts and runs a job: the dead one's workers are not its to
+    # end (they would lose their checkpoints); they wait for their own store's next service
+    other = serve(home, state="other")
+    (o,) = other.submit({"command": [sys.executable, "-c", "pass"], "gpus": 1})
+    assert other.wait_ended([o], timeout=30)[o]["state"] == "finished"
+    assert other.drain() == 0
+    assert _tagged(tag), "another store's service ended the dead service's workers"
     again = serve(home)
     _wait(lambda: not _tagged(tag), timeout=15, what="the daemon's end")
     _wait(lambda: not _service_cgroups(first), timeout=10, what="the old cgroups' removal")

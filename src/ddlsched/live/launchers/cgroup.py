@@ -11,6 +11,14 @@ later process ends and removes what a dead one left (same pid namespace only: a 
 another namespace says nothing here). Nothing here blocks: a leaf that is still populated after
 ``cgroup.kill`` is removed by a later ``sweep``.
 
+A service's directories carry its store's identity, ``…-<start time>-<store id>`` (from
+``$DDLSCHED_CGROUP_STORE``, which ``serve`` sets, so the private Ray it starts inherits it). A
+dead service's workers are left to *that store's* next service, which first asks them to
+checkpoint and stop (its recovery) and only then collects the directory. Another ddlsched
+process on the machine, a second service or a batch run, leaves them alone: killing them there
+would lose their checkpoints. A batch run's directories carry no store, and any later process
+collects them.
+
 A worker enters its leaf before it runs a line of its own: the launcher starts it as
 ``/bin/sh -c 'read -r _ || exit 125; exec "$@" </dev/null' sh COMMAND...``, writes its pid into
 the leaf's ``cgroup.procs`` and only then lets it go on (one line on its stdin), so it cannot
@@ -30,6 +38,8 @@ from ...processes import process_start_time
 #: anything else (or unset): cgroups where they work
 ENV = "DDLSCHED_CGROUPS"
 PREFIX = "ddlsched-"
+#: a service's store identity: its owner directories carry it (see the module's docstring)
+STORE_ENV = "DDLSCHED_CGROUP_STORE"
 #: the wrapper a contained worker starts as (``$@``: its command)
 GATE = 'read -r _ || exit 125; exec "$@" </dev/null'
 #: after the last leaf went, zombies of our tree are looked for this long (reparented orphans)
@@ -170,7 +180,8 @@ def _setup() -> None:
         st.why = why
         return
     pid = os.getpid()
-    name = f"{PREFIX}{_pid_ns()}-{pid}-{_start_time(pid)}"
+    store = store_tag()
+    name = f"{PREFIX}{_pid_ns()}-{pid}-{_start_time(pid)}" + (f"-{store}" if store else "")
     top = ours / name
     try:
         top.mkdir(exist_ok=True)
@@ -214,18 +225,39 @@ def disable(why: str) -> None:
     _st.top = None
 
 
-def owner_alive(name: str) -> bool | None:
-    """Whether the process that made ``ddlsched-<ns>-<pid>-<start>`` lives; None when the name
-    is not ours or names another pid namespace (then it is not ours to judge)."""
+def store_tag() -> str:
+    """This process's store identity for its directories' names (``$DDLSCHED_CGROUP_STORE``,
+    kept to 32 lower-case hex digits; empty: none)."""
+    raw = os.environ.get(STORE_ENV, "").strip().lower()
+    return "".join(c for c in raw if c in "0123456789abcdef")[:32]
+
+
+def _owner(name: str) -> tuple[int, int, str] | None:
+    """(pid, start time, store) of ``ddlsched-<ns>-<pid>-<start>[-<store>]`` of our pid
+    namespace; None when the name is not ours or names another pid namespace."""
     parts = name[len(PREFIX) :].split("-") if name.startswith(PREFIX) else []
+    if len(parts) == 4 and parts[3] and all(c in "0123456789abcdef" for c in parts[3]):
+        store = parts.pop()
+    else:
+        store = ""
     if len(parts) != 3 or not all(p.isdigit() for p in parts) or parts[0] != _pid_ns():
         return None
-    return _start_time(int(parts[1])) == int(parts[2])
+    return int(parts[1]), int(parts[2]), store
+
+
+def owner_alive(name: str) -> bool | None:
+    """Whether the process that made ``ddlsched-<ns>-<pid>-<start>[-<store>]`` lives; None
+    when the name is not ours or names another pid namespace (then it is not ours to judge)."""
+    owner = _owner(name)
+    if owner is None:
+        return None
+    return _start_time(owner[0]) == owner[1]
 
 
 def collect_leftovers(parent: Path | None = None) -> int:
     """End (``cgroup.kill``) and queue for removal every ``ddlsched-*`` cgroup of a dead owner
-    under ``parent`` (default: this process's cgroup); how many were found."""
+    under ``parent`` (default: this process's cgroup) that carries no store or this process's
+    store; how many were found. Another store's are left to that store's next service."""
     if parent is None:
         if not available()[0] or _st.top is None:
             return 0
@@ -236,8 +268,10 @@ def collect_leftovers(parent: Path | None = None) -> int:
         return 0
     found = 0
     now = time.monotonic()
+    mine = store_tag()
     for name in names:
-        if owner_alive(name) is not False:
+        owner = _owner(name)
+        if owner is None or owner[2] not in ("", mine) or owner_alive(name) is not False:
             continue
         found += 1
         path = parent / name
@@ -387,6 +421,7 @@ def reset() -> None:
 __all__ = [
     "ENV",
     "GATE",
+    "STORE_ENV",
     "Leaf",
     "available",
     "close",
@@ -395,6 +430,7 @@ __all__ = [
     "owner_alive",
     "populated",
     "reset",
+    "store_tag",
     "sweep",
     "top",
 ]

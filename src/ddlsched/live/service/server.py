@@ -234,8 +234,8 @@ class Service:
                 f"ddlsched serve: recovered: ended {ended} process(es) left running, "
                 f"requeued job(s) {requeued}"
             )
-        # the cgroups of dead services (of any state directory) in this one's cgroup: what
-        # lives on in them (daemons that escaped the workers' groups) ends now
+        # the cgroups of this store's dead services, and of dead batch runs, in this one's
+        # cgroup: what lives on in them (daemons that escaped the workers' groups) ends now
         cgroup.collect_leftovers()
 
     def _record(self, cluster: Cluster, resolved: dict, engine: dict[str, object]) -> None:
@@ -380,6 +380,8 @@ class Service:
             if gone:
                 self.say(f"ddlsched serve: ended {gone} helper process(es) a crashed service left")
             os.environ[HELPER_ENV] = self.mark  # inherited by everything Ray starts from here
+            # the workers' cgroups carry this store: only its next service collects them
+            os.environ[cgroup.STORE_ENV] = store.identity
             self._write_helpers()  # the mark is on disk before the first helper starts
             launcher = make_launcher(cfg.launcher, cfg.ray_address, cluster)
             self.cluster = cluster = launcher.cluster()
