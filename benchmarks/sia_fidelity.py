@@ -41,6 +41,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trace", default="philly")
     ap.add_argument("--workloads", default="1,2,3")
     ap.add_argument("--policy", action="append", default=None, choices=sorted(POLICIES))
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="keep ddlsched's run directories as KEEP/TRACE_WORKLOAD_POLICY (for per-job "
+        "comparisons with benchmarks/sia_unaware_jcts.py)",
+    )
     args = ap.parse_args(argv)
     from ddlsched.cli import main as cli
 
@@ -71,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         wl = args.sia_dir / "workloads" / args.trace / f"{workload}.csv"
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "o"
+            if args.keep is not None:
+                out = args.keep / f"{args.trace}_{workload}_{name}"
             argv2 = ["run", "--cluster", "sia-64", "--workload", str(wl), "--policy", name]
             settings = {
                 "profiles": str(args.sia_dir / "traces"),
@@ -81,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
             for k, v in settings.items():
                 argv2 += ["--set", f"{k}={v}"]
             t0 = time.perf_counter()
-            rc = cli([*argv2, "--quiet", "--out", str(out)])
+            keep = ["--overwrite"] if args.keep is not None else []
+            rc = cli([*argv2, "--quiet", *keep, "--out", str(out)])
             wall = time.perf_counter() - t0
             if rc != 0:
                 print(f"ddlsched failed on {wl} ({rc})", file=sys.stderr)

@@ -3,7 +3,8 @@ artifact's ``multi_simulator_unaware.py`` (issue #29).
 
     python benchmarks/sia_unaware_jcts.py ARTIFACT_STDOUT WORKLOAD.csv JOBS.csv
 
-``ARTIFACT_STDOUT`` is the simulator's printed output: after every round it prints the jobs
+``ARTIFACT_STDOUT`` (plain or ``.gz``, as the reference runs keep it once finished) is the
+simulator's printed output: after every round it prints the jobs
 finished so far as a dict ``{name: JCT seconds}`` followed by ``Average JCT:`` (its
 multi_simulator_unaware.py:96-100); the last such dict is taken. ``WORKLOAD.csv`` maps the
 workload's row order (ddlsched's job ids) to the names; ``JOBS.csv`` is ddlsched's output.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import gzip
 import statistics
 import sys
 from pathlib import Path
@@ -24,7 +26,8 @@ def artifact_jcts(stdout: Path) -> dict[str, float]:
     """The last ``{...}`` line printed before an ``Average JCT`` line."""
     last: dict[str, float] = {}
     prev = ""
-    with stdout.open() as f:
+    opener = gzip.open if stdout.suffix == ".gz" else open
+    with opener(stdout, "rt") as f:
         for line in f:
             if line.startswith("Average JCT") and prev.startswith("{"):
                 last = ast.literal_eval(prev)

@@ -5,7 +5,9 @@ workload beside the artifact's rows, repeated unseeded runs (``NAME#TAG``) poole
 from __future__ import annotations
 
 import csv
+import gzip
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -49,3 +51,35 @@ def test_repeated_artifact_runs_are_pooled_and_their_range_printed(tmp_path, cap
     inside = "inside" if 1000.0 <= ours <= 1200.0 else "outside"
     assert rows[0].endswith(f"2: 1000.00 … 1200.00 (+20.0%; ddlsched {inside})")
     assert sia_fidelity.main([*argv, "--workloads", "2"]) == 2  # no such rows
+    # --keep: ddlsched's run directory stays, for per-job comparisons
+    keep = tmp_path / "kept"
+    assert sia_fidelity.main([*argv, "--policy", "pollux-unaware", "--keep", str(keep)]) == 0
+    kept = json.loads((keep / "philly_workload-1_pollux-unaware" / "summary.json").read_text())
+    assert f"{kept['avg_jct']:.2f}" == cells[4]  # the run whose average was printed
+    assert (keep / "philly_workload-1_pollux-unaware" / "jobs.csv").exists()
+    assert sia_fidelity.main([*argv, "--policy", "pollux-unaware", "--keep", str(keep)]) == 0
+
+
+spec2 = importlib.util.spec_from_file_location(
+    "sia_unaware_jcts", ROOT / "benchmarks" / "sia_unaware_jcts.py"
+)
+sia_unaware_jcts = importlib.util.module_from_spec(spec2)
+spec2.loader.exec_module(sia_unaware_jcts)
+
+
+def test_artifact_jcts_reads_the_last_round_of_a_plain_or_gzipped_stdout(tmp_path) -> None:
+    text = (
+        "Completed jobs:\n{'a-0': 10.5}\nAverage JCT: 10.5\n"
+        "# checkpoint at simulated time 120\n"
+        "Completed jobs:\n{'a-0': 10.5, 'b-1': 30.0}\nAverage JCT: 20.25\n"
+        "Completed jobs:\n{}\nAverage JCT: 0\n"  # a resumed run's first round: no jobs yet
+    )
+    plain = tmp_path / "stdout.txt"
+    plain.write_text(text)
+    packed = tmp_path / "stdout.txt.gz"
+    packed.write_bytes(gzip.compress(text.encode()))
+    for path in (plain, packed):
+        assert sia_unaware_jcts.artifact_jcts(path) == {}, path  # the last round is taken
+    text = text.rsplit("Completed jobs:", 1)[0]
+    packed.write_bytes(gzip.compress(text.encode()))
+    assert sia_unaware_jcts.artifact_jcts(packed) == {"a-0": 10.5, "b-1": 30.0}
