@@ -29,6 +29,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from anchors import indent  # noqa: E402
+
 MARK = "# ddlsched checkpoint"
 
 BEFORE_LOOP = f"""{MARK} (1/2)
@@ -63,11 +66,6 @@ if _ck_path and _ck_time.monotonic() - _ck_last >= _ck_every:
 """
 
 
-def _indent(block: str, line: str) -> list[str]:
-    pad = line[: len(line) - len(line.lstrip())]
-    return [pad + b if b else b for b in block.splitlines()]
-
-
 def instrument(text: str) -> str:
     """``text`` (a simulator's main file) with both blocks inserted; unchanged if already there."""
     if MARK in text:
@@ -77,8 +75,8 @@ def instrument(text: str) -> str:
     step = next(
         i for i in range(loop, len(lines)) if lines[i].strip() == "cluster.step(args.interval)"
     )
-    lines[step + 1 : step + 1] = _indent(AFTER_STEP, lines[step])
-    lines[loop:loop] = _indent(BEFORE_LOOP, lines[loop])
+    lines[step + 1 : step + 1] = indent(AFTER_STEP, lines[step])
+    lines[loop:loop] = indent(BEFORE_LOOP, lines[loop])
     return "\n".join(lines) + "\n"
 
 

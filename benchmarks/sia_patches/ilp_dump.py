@@ -19,6 +19,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from anchors import indent  # noqa: E402
+
 MARK = "# ddlsched ilp_dump"
 
 BEFORE_SOLVE = f"""{MARK} (1/2)
@@ -39,20 +42,15 @@ with open(_os.environ['SIA_ILP_DUMP'], 'ab') as _f:
 """
 
 
-def _indent(block: str, line: str) -> list[str]:
-    pad = line[: len(line) - len(line.lstrip())]
-    return [pad + b if b else b for b in block.splitlines()]
-
-
 def instrument(text: str) -> str:
     """``text`` (sia.py) with both blocks inserted; unchanged if already instrumented."""
     if MARK in text:
         return text
     lines = text.splitlines()
     solve = next(i for i, s in enumerate(lines) if "problem.solve(solver=cp.CBC" in s)
-    lines[solve:solve] = _indent(BEFORE_SOLVE, lines[solve])
+    lines[solve:solve] = indent(BEFORE_SOLVE, lines[solve])
     choice = next(i for i, s in enumerate(lines) if s.strip().startswith("chosen_configs ="))
-    lines[choice + 1 : choice + 1] = _indent(AFTER_CHOICE, lines[choice])
+    lines[choice + 1 : choice + 1] = indent(AFTER_CHOICE, lines[choice])
     return "\n".join(lines) + "\n"
 
 
