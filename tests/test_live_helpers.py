@@ -130,10 +130,12 @@ def test_marked_processes_are_found_by_the_mark_even_detached_and_ended(tmp_path
 
 
 def test_a_job_worker_never_carries_the_mark() -> None:
+    from ddlsched.live.launchers.cgroup import STORE_ENV
+
     spec = WorkerSpec(job_id=1, rank=0, world_size=1, local_rank=0, server=0, gpus=(0,),
-                      command=("true",), env={HELPER_ENV: "forged"})  # fmt: skip
-    env = worker_env(spec, "127.0.0.1", 1, {HELPER_ENV: "1.2", "KEEP": "1"})
-    assert HELPER_ENV not in env and env["KEEP"] == "1"
+                      command=("true",), env={HELPER_ENV: "forged", STORE_ENV: "ab"})  # fmt: skip
+    env = worker_env(spec, "127.0.0.1", 1, {HELPER_ENV: "1.2", STORE_ENV: "cd", "KEEP": "1"})
+    assert HELPER_ENV not in env and STORE_ENV not in env and env["KEEP"] == "1"
 
 
 def test_the_record_holds_the_mark_and_a_restart_ends_marked_processes_it_never_recorded(

@@ -236,10 +236,12 @@ def worker_env(
     """The environment of one worker (LIVE.md's contract): ``base``, then the scheduler's
     ``spec.env``, then the launcher's variables; CUDA_VISIBLE_DEVICES only when given. Never
     the service's helper mark (:data:`~ddlsched.processes.HELPER_ENV`): a job's worker is
-    stopped gracefully after a crash, not killed as a helper."""
+    stopped gracefully after a crash, not killed as a helper; nor its store's cgroup tag
+    (``cgroup.STORE_ENV``): a ``ddlsched live`` run inside a job owns its own cgroups."""
     env = dict(base)
     env.update({str(k): str(v) for k, v in spec.env.items()})
     env.pop(HELPER_ENV, None)
+    env.pop(cgroup.STORE_ENV, None)
     env.update(
         RANK=str(spec.rank),
         WORLD_SIZE=str(spec.world_size),
