@@ -388,3 +388,42 @@ def test_the_sia_live_example_is_consistent(tmp_path: Path) -> None:
         "job 1: bx1 -> bx2 -> ax1",
         "moves across GPU types 1, resizes within a type 1",
     ]
+
+
+def test_a_ray_clusters_accelerator_types_are_declared_gpu_types(tmp_path: Path) -> None:
+    """``live --ray-address``: Ray nodes that name their accelerator (``accelerator_type:X``)
+    make a cluster with declared GPU types, on which Sia's per-type profiles load (before, the
+    types were undeclared and Sia refused: "run it on a cluster that declares its GPU types").
+    The node records are ``ray.nodes()``'s shape; no Ray is started."""
+    from ddlsched.backends.profile import load_job_applications
+    from ddlsched.core.job import JobSpec
+    from ddlsched.live.launchers.ray import nodes_cluster
+    from ddlsched.settings import Settings
+    from ddlsched.workloads.trace_formats import placeholder_model
+
+    def node(ip: str, nid: str, gpus: float, kind: str | None, alive: bool = True) -> dict:
+        res = {"CPU": 8.0, "GPU": gpus, **({f"accelerator_type:{kind}": 1.0} if kind else {})}
+        return {"Alive": alive, "NodeManagerAddress": ip, "NodeID": nid, "Resources": res}
+
+    nodes = [
+        node("10.0.0.2", "n2", 2, "b"),
+        node("10.0.0.1", "n1", 2, "a"),
+        node("10.0.0.3", "n3", 0, None),  # the head, no GPU
+        node("10.0.0.4", "n4", 4, "a", alive=False),
+    ]
+    found = nodes_cluster(nodes)
+    assert found is not None
+    cluster, ips = found
+    assert ips == ["10.0.0.1", "10.0.0.2"]
+    assert [(s.gpu_type, s.num_gpus) for s in cluster.servers] == [("a", 2), ("b", 2)]
+    assert cluster.typed is True
+    profiles = tmp_path / "profiles"
+    write_sia_profiles(profiles, apps=("alpha",), types=TYPES)
+    spec = JobSpec(0, 0.0, 1, 0, placeholder_model("alpha"), application="alpha", batch_size=32)
+    settings = Settings(profiles=str(profiles))
+    _, type_apps, _ = load_job_applications(cluster, [spec], settings)
+    assert {t for t, apps in type_apps.items() if "alpha" in apps} == {"a", "b"}
+    # nodes that name no accelerator: one untyped "GPU" type, as before
+    plain, _ = nodes_cluster([node("10.0.0.1", "n1", 2, None)]) or (None, None)
+    assert plain is not None and not plain.typed and plain.servers[0].gpu_type == "GPU"
+    assert nodes_cluster([node("10.0.0.3", "n3", 0, None)]) is None

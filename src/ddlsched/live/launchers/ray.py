@@ -292,24 +292,18 @@ class RayLauncher(LauncherBase):
                     ray.init(address=address, log_to_driver=False, configure_logging=False)
                 except (ConnectionError, ValueError, RuntimeError) as e:
                     raise LaunchError(f"cannot reach Ray at {address}: {e}") from e
-        nodes = sorted(
-            (n for n in ray.nodes() if n.get("Alive") and n["Resources"].get("GPU", 0) >= 1),
-            key=lambda n: (n["NodeManagerAddress"], n["NodeID"]),
-        )
-        if not nodes:
+        found = nodes_cluster(ray.nodes())
+        if found is None:
             if started:
                 ray.shutdown()
             raise LaunchError(f"the Ray cluster at {address} has no alive node with GPUs")
-        servers = tuple(
-            Server(num_gpus=int(n["Resources"]["GPU"]), gpu_type=_gpu_type(n)) for n in nodes
-        )
-        ips = [n["NodeManagerAddress"] for n in nodes]
+        cluster, ips = found
 
         def bundle(server: int, gpus: float) -> dict[str, float]:
             return {"GPU": gpus, f"node:{ips[server]}": 0.001}
 
         return cls(
-            Cluster(servers=servers, name="ray"),
+            cluster,
             bundle,
             loopback=False,
             started_ray=started,
@@ -667,6 +661,26 @@ class RayLauncher(LauncherBase):
             except Exception:
                 pass
             self._pg = None
+
+
+def nodes_cluster(nodes: list[Mapping[str, Any]]) -> tuple[Cluster, list[str]] | None:
+    """The cluster of a Ray cluster's nodes (``ray.nodes()``): one server per alive node with
+    GPUs, in order of node IP, then node id, with its ``GPU`` count and its accelerator type;
+    and the nodes' IPs. Nodes that name their accelerator (``accelerator_type:X``) declare GPU
+    types, so a policy that knows types (Sia, per-type profiles) sees them as it sees a cluster
+    file's ``[gpu_types]``. None: no alive node has a GPU."""
+    alive = sorted(
+        (n for n in nodes if n.get("Alive") and n["Resources"].get("GPU", 0) >= 1),
+        key=lambda n: (n["NodeManagerAddress"], n["NodeID"]),
+    )
+    if not alive:
+        return None
+    servers = tuple(
+        Server(num_gpus=int(n["Resources"]["GPU"]), gpu_type=_gpu_type(n)) for n in alive
+    )
+    typed = any(s.gpu_type != "GPU" for s in servers) or None
+    cluster = Cluster(servers=servers, name="ray", typed=typed)
+    return cluster, [n["NodeManagerAddress"] for n in alive]
 
 
 def _gpu_type(node: Mapping[str, Any]) -> str:
