@@ -410,11 +410,33 @@ def test_why_says_admitted_and_waiting_for_the_policy(home) -> None:  # noqa: F8
     assert svc.jobs()[third]["state"] == "queued"
     out = cli(path, "status", "--why", str(third), "--server", svc.url)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == (
+    assert out.stdout.strip().splitlines() == [
         f"job {third}: admitted by ClusterQueue z (flavor default, 4 nvidia.com/gpu); "
-        "waiting for the policy fifo to start it"
-    ), out.stdout
+        "waiting for the policy fifo to start it",
+        f"job {third}: 0 of 8 GPUs free now, it asks 4: it waits for GPUs to free up",
+    ], out.stdout
     for i in (*first, third):
         assert svc.call("DELETE", f"/jobs/{i}")[0] == 200
     svc.wait_ended([*first, third])
     assert svc.drain() == 0
+
+
+def test_why_says_whether_a_job_waits_for_gpus_or_for_the_policy() -> None:
+    """``status --why`` of a queued job the policy has not started: with too few free GPUs it
+    waits for GPUs; with enough free, the policy's order or rounds keep it queued."""
+    from ddlsched.live.service.store import StoredJob
+    from ddlsched.live.service.tenants import explain
+
+    def stored(gpus: int) -> StoredJob:
+        return StoredJob(id=5, submitted_at=0.0, state="queued", attempt=-1, failures=0,
+                         gpus_held=(), reason=None, finished_at=None,
+                         job=LiveJob(job_id=5, arrival=0.0, gpus=gpus, command=("true",)))  # fmt: skip
+
+    head = "queued: the service runs without --queues; waiting for the policy tiresias to start it"
+    assert explain(None, stored(2), "tiresias") == [head]  # the service gave no GPU counts
+    assert explain(None, stored(4), "tiresias", (3, 8)) == [
+        head, "3 of 8 GPUs free now, it asks 4: it waits for GPUs to free up"]  # fmt: skip
+    lines = explain(None, stored(2), "tiresias", (3, 8))
+    assert lines[0] == head and lines[1].startswith(
+        "3 of 8 GPUs free now, it asks 2: the policy tiresias has not started it (its order"
+    )

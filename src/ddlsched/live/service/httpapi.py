@@ -319,9 +319,13 @@ def _job(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
         from .tenants import explain
 
         policy = str(svc.service_info().get("policy", "?"))
+        free = None
+        if svc.cluster is not None:  # GPUs held by running jobs (a shared one counted once)
+            held = {g for j in store.jobs(["running"]) for g in j.gpus_held}
+            free = (svc.cluster.num_gpus - len(held), svc.cluster.num_gpus)
         return _json(200, {"id": job_id,
                            "why": explain(getattr(svc, "admission", None), store.job(job_id),
-                                          policy)})  # fmt: skip
+                                          policy, free)})  # fmt: skip
     if method == "GET":
         doc = job_record(store.job(job_id))
         doc["events"] = [{"t": e.t, "event": e.event, **e.detail} for e in store.job_events(job_id)]

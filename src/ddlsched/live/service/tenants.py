@@ -113,16 +113,39 @@ class ServiceAdmission(KueueAdmission):
 
 
 # ---------------------------------------------------------------------- why pending
-def explain(admission: ServiceAdmission | None, stored: StoredJob, policy: str) -> list[str]:
+def _gpus_now(stored: StoredJob, policy: str, free: tuple[int, int] | None) -> list[str]:
+    """For a job that waits for the policy: whether enough GPUs are free for it now (it waits
+    for GPUs) or the policy leaves it queued by its own order or rounds. Nothing when the
+    service did not say (``free``: free GPUs, all GPUs)."""
+    if free is None:
+        return []
+    idle, total = free
+    asks = stored.job.gpus
+    head = f"{idle} of {total} GPUs free now, it asks {asks}"
+    if idle < asks:
+        return [f"{head}: it waits for GPUs to free up"]
+    return [
+        f"{head}: the policy {policy} has not started it (its order puts other jobs first, "
+        "its next round has not come, or the free GPUs do not make the placement it needs)"
+    ]
+
+
+def explain(
+    admission: ServiceAdmission | None,
+    stored: StoredJob,
+    policy: str,
+    free: tuple[int, int] | None = None,
+) -> list[str]:
     """Why ``stored`` is where it is, one line per reason, from the admission layer's last
-    cycle (Kueue's wording: "insufficient unused quota for nvidia.com/gpu in flavor F")."""
+    cycle (Kueue's wording: "insufficient unused quota for nvidia.com/gpu in flavor F"); for
+    a job that waits for the policy, whether it waits for GPUs (``free``: free GPUs, all)."""
     if stored.state == "running":
         return [f"running on GPU(s) {', '.join(map(str, stored.gpus_held))}: not pending"]
     if stored.state != "queued":
         return [f"{stored.state}: not pending" + (f" ({stored.reason})" if stored.reason else "")]
     if admission is None:
         return [f"queued: the service runs without --queues; waiting for the policy {policy} "
-                "to start it"]  # fmt: skip
+                "to start it", *_gpus_now(stored, policy, free)]  # fmt: skip
     _now, admitted, pending = admission.seen
     name = _name(stored.id)
     for wl in admitted:
@@ -130,7 +153,8 @@ def explain(admission: ServiceAdmission | None, stored: StoredJob, policy: str) 
             flavor = wl.podsets[0].flavors.get(GPU, "?")
             return [
                 f"admitted by ClusterQueue {wl.queue} (flavor {flavor}, {wl.podsets[0].count} "
-                f"{GPU}); waiting for the policy {policy} to start it"
+                f"{GPU}); waiting for the policy {policy} to start it",
+                *_gpus_now(stored, policy, free),
             ]
     mine = next((wl for wl in pending if wl.name == name), None)
     if mine is None:
