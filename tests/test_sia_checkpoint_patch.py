@@ -21,30 +21,29 @@ spec.loader.exec_module(checkpoint)
 # then prints. Our stand-in cluster draws from both random generators at every step, and the
 # run dies at the step named by $DIE_AT (as a session's end kills a process).
 TEXT = """import os, random, sys
-import numpy as np
+import numpy
 
 
 class Cluster:
     def __init__(self, policy):
-        self.policy = policy
-        self.current_time = 0
+        self.policy: dict = policy
+        self.current_time: int = 0
         self.trace = []
 
-    def all_complete(self):
+    def all_complete(self) -> bool:
         return self.current_time >= 600
 
     def step(self, seconds):
-        self.current_time += seconds
+        self.current_time = self.current_time + seconds
         self.policy["rounds"] += 1
-        self.trace.append((self.current_time, random.random(), float(np.random.rand())))
+        self.trace.append((self.current_time, random.random(), float(numpy.random.rand())))
 
 
 def main(args):
     random.seed(1)
-    np.random.seed(1)
+    numpy.random.seed(1)
     policy = {"rounds": 0}
     cluster = Cluster(policy)
-    current_time = 0
     while not cluster.all_complete():
         cluster.step(args.interval)
         if cluster.current_time == int(os.environ.get("DIE_AT", "-1")):
