@@ -177,8 +177,11 @@ def test_the_record_holds_the_mark_and_a_restart_ends_marked_processes_it_never_
                 assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
                 time.sleep(0.1)
             assert not any(is_running(*p) for p in left)
-            doc = json.loads((state / HELPERS_FILE).read_text())
-            assert doc["mark"] == f"{proc.pid}.{process_start_time(proc.pid)}"
+            # the new record is written just after that line: wait for it, not for luck
+            mine = f"{proc.pid}.{process_start_time(proc.pid)}"
+            while json.loads((state / HELPERS_FILE).read_text())["mark"] != mine:
+                assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)
             while not _ready(state):  # its SIGTERM handler is set once it is ready
                 assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
                 time.sleep(0.1)
