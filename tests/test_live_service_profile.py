@@ -5,9 +5,12 @@ GPUs (``--local``), loopback only; the ``home`` fixture checks that none is left
 
 from __future__ import annotations
 
+import atexit
+import importlib.util
 import json
 import re
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -17,8 +20,16 @@ from test_live_service import ROOT, _cmdlines, cli, home, serve  # noqa: F401 - 
 from ddlsched.live.service.store import JobStore
 
 SIA = ROOT / "examples" / "live" / "sia"
+# the example's made-up profiles, written by its own make_profiles.py (not kept in the
+# repository) into a folder of this test module's, removed when the tests end
+_spec = importlib.util.spec_from_file_location("sia_make_profiles", SIA / "make_profiles.py")
+_make = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_make)
+_TMP = tempfile.mkdtemp(prefix="ddlsched-sia-profiles-")
+atexit.register(shutil.rmtree, _TMP, True)
+PROFILES = _make.write(Path(_TMP) / "profiles")
 SIA_ARGS = ("--cluster", str(SIA / "cluster.toml"), "--policy", "sia",
-            "--set", f"profiles={SIA / 'profiles'}", "--set", "interval=2",
+            "--set", f"profiles={PROFILES}", "--set", "interval=2",
             "--set", "rescale_delay=1")  # fmt: skip
 
 
@@ -29,7 +40,7 @@ def train_job(path: Path, tag: str, steps: int = 40, **kw: object) -> dict:
     if not script.exists():
         shutil.copy(ROOT / "examples" / "live" / "train.py", script)
     command = ["python3", str(script), "--steps", str(steps), "--checkpoint-every", "1",
-               "--pace", "alpha", "--pace-profiles", str(SIA / "profiles"), "--pace-scale", "4"]  # fmt: skip
+               "--pace", "alpha", "--pace-profiles", str(PROFILES), "--pace-scale", "4"]  # fmt: skip
     return {"command": command, "gpus": 1, "app": "alpha", "batch_size": 32, **kw}
 
 

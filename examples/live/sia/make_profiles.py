@@ -2,7 +2,8 @@
 "Profile directories"): one application, ``alpha``, measured on two GPU types of 2 GPUs per
 server — ``a`` and ``b``, whose steps take three times ``a``'s. The numbers are made up (a
 step of 0.01 s + 0.5 ms per sample of the local batch, × 3 on ``b``; 1 ms of sync per extra
-GPU); nothing is taken from Sia's artifact.
+GPU); nothing is taken from Sia's artifact. They are written on use (``run.sh`` and
+``run_ray.py`` call this first), not kept in the repository.
 
     python3 examples/live/sia/make_profiles.py [DIR]   (default: examples/live/sia/profiles)
 """

@@ -3,6 +3,7 @@
 #   sh examples/live/sia/run.sh [OUT]
 set -e
 out=${1:-runs/live-sia}
+python3 examples/live/sia/make_profiles.py   # the made-up profiles (not kept in the repository)
 ddlsched live --local --cluster examples/live/sia/cluster.toml \
     --workload examples/live/sia/jobs.toml --policy sia \
     --set profiles=examples/live/sia/profiles --set interval=3 --set rescale_delay=1 \

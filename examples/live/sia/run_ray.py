@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from ray.cluster_utils import Cluster
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_profiles import write  # noqa: E402  (the example's made-up profiles)
+
 
 def main(out: str) -> int:
+    write(Path("examples/live/sia/profiles"))
     ray = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 0})
     try:
         for kind in ("a", "b"):
