@@ -566,3 +566,17 @@ def test_a_read_only_state_directory_is_one_line(tmp_path: Path) -> None:
         assert "\n" not in str(e.value)
     finally:
         d.chmod(0o700)
+
+
+def test_the_service_counts_a_shared_gpu_once_as_busy(tmp_path) -> None:
+    """``/metrics``' busy GPUs and ``status --why``'s free ones: two jobs sharing GPU 0 (a
+    sharing policy) and one more on GPU 1 hold two GPUs, not three."""
+    from ddlsched.live.service.server import ServeConfig, Service
+
+    svc = Service(ServeConfig(state=str(tmp_path / "state"), policy="sjf-bsbf", launcher="local"))
+    with JobStore(tmp_path / "state") as st:
+        svc.store = st
+        a, b = st.submit([job(gpus=1), job(gpus=2)], now=0.0)
+        st.start(a, [0], attempt=0, now=1.0)
+        st.start(b, [0, 1], attempt=0, now=1.0)
+        assert svc.busy_gpus() == 2

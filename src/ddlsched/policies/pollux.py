@@ -272,8 +272,6 @@ class Pollux:
             batch = self.ncf_batch if self._pinned(j) else self._start_batch(sim, j, gpus)
             old = before.get(j.job_id)
             if old is not None and self._moves_free(sim, j, old, gpus):
-                if not self.restarts_at_start:
-                    self._restarts[j.job_id] -= 1  # a move, not a restart
                 sim.resize(
                     j, gpus, JobConfig(batch_size=int(batch), restart_delay=self._left(sim, j))
                 )
@@ -288,7 +286,8 @@ class Pollux:
         self, sim: Simulator, job: JobState, old: tuple[int, ...], new: list[int]
     ) -> bool:
         """Whether moving running ``job`` from GPUs ``old`` to ``new`` costs no restart
-        (Pollux's: never; its allocation changed)."""
+        (Pollux's: never; its allocation changed). A policy with free moves counts restarts
+        at the start (``restarts_at_start``), so a free move is never counted."""
         return False
 
     def _left(self, sim: Simulator, job: JobState) -> float:

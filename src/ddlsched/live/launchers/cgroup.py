@@ -270,8 +270,8 @@ def collect_leftovers(parent: Path | None = None) -> int:
     now = time.monotonic()
     mine = store_tag()
     for name in names:
-        owner = _owner(name)
-        if owner is None or owner[2] not in ("", mine) or owner_alive(name) is not False:
+        owner = _owner(name)  # parsed once: a living owner's start time still matches
+        if owner is None or owner[2] not in ("", mine) or _start_time(owner[0]) == owner[1]:
             continue
         found += 1
         path = parent / name

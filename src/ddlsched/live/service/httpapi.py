@@ -319,10 +319,8 @@ def _job(svc: ServiceView, method: str, path: str, query: dict[str, list[str]],
         from .tenants import explain
 
         policy = str(svc.service_info().get("policy", "?"))
-        free = None
-        if svc.cluster is not None:  # GPUs held by running jobs (a shared one counted once)
-            held = {g for j in store.jobs(["running"]) for g in j.gpus_held}
-            free = (svc.cluster.num_gpus - len(held), svc.cluster.num_gpus)
+        total = svc.cluster.num_gpus if svc.cluster is not None else None
+        free = (total - svc.busy_gpus(), total) if total is not None else None
         return _json(200, {"id": job_id,
                            "why": explain(getattr(svc, "admission", None), store.job(job_id),
                                           policy, free)})  # fmt: skip

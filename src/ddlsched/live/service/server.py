@@ -594,9 +594,9 @@ class Service:
         return {f"http://{h}" for h in self.host_names()}
 
     def busy_gpus(self) -> int:
-        """GPUs held by running jobs, from the store."""
+        """GPUs held by running jobs, from the store (a GPU that jobs share counts once)."""
         assert self.store is not None
-        return sum(len(j.gpus_held) for j in self.store.jobs(["running"]))
+        return len({g for j in self.store.jobs(["running"]) for g in j.gpus_held})
 
     def service_info(self) -> dict[str, object]:
         assert self.cluster is not None
