@@ -261,6 +261,7 @@ def test_the_settings_a_builtin_reads_come_from_the_registry() -> None:
         "gpu_type_aware": {"fifo", "sjf"},
         "tiresias_thresholds": {"tiresias"},
         "pollux_ncf_batch": {"pollux", "pollux-unaware"},
+        "pollux_search": {"pollux", "pollux-unaware"},
         "gavel_round": {*GAVEL, "gavel-tunedjobs"},
         "gavel_reset_interval": set(GAVEL),
         "gavel_fifo_quirk": {"gavel-fifo"},

@@ -98,6 +98,7 @@ RECORDED_IF_CHANGED = frozenset(
         "stop_delay",
         "poll_interval",
         "ring_bytes",
+        "pollux_search",
     }
 )
 
@@ -161,6 +162,9 @@ class PolicySettings:
     # policy's own placement, blind to types, as the papers' baselines)
     gpu_type_aware: bool = False
     pollux_ncf_batch: int = 32768  # Pollux artifact quirk: NCF on 1 replica at this batch; 0: off
+    # pollux / pollux-unaware's allocation search: ddlsched's deterministic one, or the
+    # artifacts' NSGA-II seeded by --seed (policies/pollux_nsga.py; needs pymoo)
+    pollux_search: str = "ddlsched"
     # Gavel's round-based policies (policies/gavel.py): its time_per_iteration, its
     # minimum_time_between_allocation_resets, and its FIFO's every-job-on-v100 slip
     gavel_round: float = 360.0
@@ -431,6 +435,7 @@ class Settings(
             ("semantics", ("events", "rounds")),
             ("ground_truth", ("measured", "fitted")),
             ("calibration", ("none", "sia")),
+            ("pollux_search", ("ddlsched", "nsga2")),
         ):
             if getattr(self, name) not in allowed:
                 raise InputError(f"must be one of {', '.join(allowed)}", source=source, field=name)

@@ -62,6 +62,15 @@ def _sjf_bsbf(settings: Settings, placement: str | None) -> Any:
     return Sharing("sjf-bsbf", mode="bsbf")
 
 
+def _search(settings: Settings) -> str:
+    """``pollux_search``, refused in one line where NSGA-II's pymoo is missing."""
+    if settings.pollux_search == "nsga2":
+        from .pollux_nsga import require_pymoo
+
+        require_pymoo()
+    return settings.pollux_search
+
+
 def _pollux(settings: Settings, placement: str | None) -> Any:
     from .pollux import Pollux
 
@@ -69,6 +78,7 @@ def _pollux(settings: Settings, placement: str | None) -> Any:
         interval=settings.interval,
         restart_penalty=settings.rescale_delay,
         ncf_batch=settings.pollux_ncf_batch,
+        search=_search(settings),
     )
 
 
@@ -81,6 +91,7 @@ def _pollux_unaware(settings: Settings, placement: str | None) -> Any:
         interval=settings.interval,
         restart_penalty=settings.rescale_delay,
         ncf_batch=settings.pollux_ncf_batch,
+        search=_search(settings),
         restart_delays=dict(delays),
         default_delay=settings.rescale_delay,
     )
@@ -234,7 +245,7 @@ def register_builtins(register_policy: Callable[..., Any]) -> None:
             _pollux,
             (PROFILE_JOBS,),
             False,
-            ("interval", "pollux_ncf_batch"),
+            ("interval", "pollux_ncf_batch", "pollux_search"),
             "elastic: GPUs per server and batch per job every round (goodput, p = -1)",
         ),
         (
@@ -242,7 +253,7 @@ def register_builtins(register_policy: Callable[..., Any]) -> None:
             _pollux_unaware,
             (PROFILE_JOBS,),
             False,
-            ("interval", "pollux_ncf_batch"),
+            ("interval", "pollux_ncf_batch", "pollux_search"),
             "Pollux seeing one GPU type: 4-GPU virtual nodes, one model per job (Sia's baseline)",
         ),
         (

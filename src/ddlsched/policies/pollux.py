@@ -15,12 +15,15 @@ Every ``interval`` seconds:
 The search is ours, not the artifact's NSGA-II (:mod:`.pollux_search`, docs/design.md "Pollux
 search"): the optimum of a relaxation by dynamic programming, provably optimal whenever it
 packs, else local search on real packings; on recorded rounds it is never below NSGA-II
-(benchmarks/pollux_search_compare.py). ``Pollux(record=[])`` keeps every round's problem.
+(benchmarks/pollux_search_compare.py). ``search="nsga2"`` (``--set pollux_search=nsga2``) runs
+the artifact's own NSGA-II instead, seeded by the run's seed (:mod:`.pollux_nsga`).
+``Pollux(record=[])`` keeps every round's problem.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -54,6 +57,10 @@ class Pollux:
     elastic = True
     #: a list to append every round's RoundProblem to (offline comparison of searches)
     record: list[RoundProblem] | None = None
+    #: the allocation search: "ddlsched" (ours, deterministic), "nsga2" (the artifacts' NSGA-II
+    #: seeded by the run's seed: pollux_nsga; setting ``pollux_search``), or a callable
+    #: RoundProblem → allocation, one per run (e.g. ``pollux_nsga.NSGA2Search(seed, ...)``)
+    search: str | Callable[[RoundProblem], np.ndarray] = "ddlsched"
     _models: dict[int, JobGoodput] = field(default_factory=dict, init=False, repr=False)
     _restarts: dict[int, int] = field(default_factory=dict, init=False, repr=False)
     _rows: dict[int, tuple] = field(default_factory=dict, init=False, repr=False)
@@ -77,6 +84,13 @@ class Pollux:
         #: until the kernel is cached, then the kernel, without waiting for the compile
         self._await_kernel = not ready and compile_pending()
         self._compiled = ready or (not self._await_kernel and len(sim.jobs) >= COMPILE_AT_JOBS)
+        self._searcher: Callable[[RoundProblem], np.ndarray] | None = None
+        if callable(self.search):
+            self._searcher = self.search
+        elif self.search == "nsga2":
+            from .pollux_nsga import NSGA2Search
+
+            self._searcher = NSGA2Search(sim.seed)
 
     def schedule(self, sim: Simulator) -> None:
         """Allocation changes only at rounds (``on_round``)."""
@@ -92,7 +106,8 @@ class Pollux:
         prob = self.problem(sim, jobs)
         if self.record is not None:
             self.record.append(prob)
-        self._apply(sim, jobs, prob, self.repair(prob, search(prob, compiled=self._compiled)))
+        found = self._searcher(prob) if self._searcher else search(prob, compiled=self._compiled)
+        self._apply(sim, jobs, prob, self.repair(prob, found))
 
     def repair(self, prob: RoundProblem, alloc: np.ndarray) -> np.ndarray:
         """The allocation to realise from the search's (a heterogeneity-unaware variant drops
