@@ -28,7 +28,11 @@ from pathlib import Path
 
 
 def run(sia_dir: Path, trace: str, workload: str, seed: int | None, out: Path) -> float:
-    """One ddlsched run (``seed`` None: the deterministic search); its average JCT."""
+    """One ddlsched run (``seed`` None: the deterministic search); its average JCT. A kept
+    folder with a summary is reused (a study resumes where it stopped)."""
+    done = out / "summary.json"
+    if done.exists():
+        return float(json.loads(done.read_text())["avg_jct"])
     wl = sia_dir / "workloads" / trace / f"{workload}.csv"
     argv = [sys.executable, "-m", "ddlsched", "run", "--cluster", "sia-64", "--workload", str(wl)]
     argv += ["--policy", "pollux-unaware", "--out", str(out), "--overwrite", "--quiet"]
@@ -68,7 +72,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workloads", default="2,3")
     ap.add_argument("--seeds", default="1,2,3")
     ap.add_argument("--jobs", type=int, default=2, help="runs at once (default 2)")
-    ap.add_argument("--keep", type=Path, default=None, help="keep run folders under KEEP")
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="keep run folders under KEEP; runs already there are reused",
+    )
     args = ap.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     workloads = [f"workload-{w.strip()}" for w in args.workloads.split(",")]

@@ -359,9 +359,11 @@ def test_pollux_resizes_real_jobs_elastically(tmp_path: Path) -> None:
     # Pollux's goodput model is refit from what the jobs reported: seconds per iteration
     # measured (each step sleeps 0.05 s), not the cifar10 profile's; the model's step is the
     # iteration less its accumulation micro-steps (no longer than the iteration)
+    # (upper bound 2 s, not 0.5: a loaded machine once measured an iteration above 0.5 s; that
+    # the measured step, not the profile's, enters the model is checked below)
     measured = [e for e in ev if e["event"] == "measured"]
-    outside = [(e["job"], e["iteration_s"]) for e in measured if not 0.05 <= e["iteration_s"] < 0.5]
-    assert measured and not outside, f"iterations outside [0.05, 0.5) s: {outside}"
+    outside = [(e["job"], e["iteration_s"]) for e in measured if not 0.05 <= e["iteration_s"] < 2]
+    assert measured and not outside, f"iterations outside [0.05, 2) s: {outside}"
     assert all(0 < e["step_s"] <= e["iteration_s"] + 1e-9 for e in measured), measured
     assert any(abs(e["step_s"] - e["profile_step_s"]) > 0.005 for e in measured)
     summary = json.loads((out / "summary.json").read_text())

@@ -130,3 +130,30 @@ def test_the_id_warm_start_gives_each_job_its_own_rows() -> None:
     assert (got[0, 2] == 0).all()
     with pytest.raises(ValueError, match="warm_start"):
         NSGA2Search(0, warm_start="best")
+
+
+def test_the_repair_keeps_the_artifacts_limits() -> None:
+    from ddlsched.policies.pollux_nsga import MAX_NODES, _classes
+    from ddlsched.policies.pollux_search import RoundProblem
+
+    Round, _, _, JobRepair = _classes()
+    n = 20  # nodes of one GPU; job 0 may take all of them, job 1 at most 2 GPUs
+    r = np.arange(n + 1)
+    p = RoundProblem(
+        num_nodes=n,
+        gpus_per_node=1,
+        job_ids=(0, 1),
+        current=np.zeros((2, n), dtype=np.int64),
+        max_replicas=np.array([n, 2]),
+        single=np.where(r == 1, 1.0, 0.0)[None].repeat(2, 0),
+        multi=np.where(r >= 2, r**0.8, 0.0)[None].repeat(2, 0),
+        restart=np.ones(2),
+        scale=1.0,
+    )
+    prob = Round(p, np.arange(2))
+    X = np.ones((3, 2 * n), dtype=np.int64)  # both jobs one GPU on every node
+    got = prob.states(JobRepair()._do(prob, X, random_state=np.random.default_rng(0)))
+    for s in got:
+        assert np.count_nonzero(s[0]) <= MAX_NODES  # at most 16 nodes a job
+        assert s[1].sum() == 0  # job 1 is multi-node where job 0 already is: dropped
+        assert (s.sum(axis=0) <= 1).all()  # node capacity

@@ -12,7 +12,8 @@ state the lowest F1 of the first front (190). Its operators, as written there:
 * mutation (354-375): reset 10 % of the jobs to the current allocation; zero each count of
   10 % of the jobs with probability 0.1; raise counts on nodes with a free GPU;
 * repair (377-420): at most one multi-node job per node (earlier jobs win), at most
-  ``max_replicas`` per job over a random node order, node capacity (earlier jobs win);
+  ``max_replicas`` per job and at most 16 nodes per job over a random node order, node
+  capacity (earlier jobs win);
 * warm start (``_adapt_prev_states``, 62-89): the previous round's result (its first front,
   ``result.X``) is this round's first population, and jobs present in both rounds are paired **by rank** — the k-th common job
   of the last round's order gives its rows to the k-th of this round's. Two jobs that trade
@@ -43,6 +44,8 @@ SEARCHES = ("ddlsched", "nsga2")
 #: NSGA-II's population and generations in both artifacts (pollux_unaware.py:164-170)
 POP_SIZE = 100
 GENERATIONS = 100
+#: the repair's most nodes per job (pollux_unaware.py:400; no limit on clusters of ≤ 16 nodes)
+MAX_NODES = 16
 
 
 def require_pymoo(what: str = "--set pollux_search=nsga2") -> None:
@@ -147,6 +150,8 @@ def _classes() -> tuple[Any, Any, Any, Any]:
             S = np.take_along_axis(S, shuffle, axis=2)
             S = np.minimum(np.cumsum(S, axis=2), problem.max_reps[None, :, None])
             S = np.diff(S, axis=2, prepend=0)
+            used = np.diff(np.minimum(np.cumsum(S > 0, axis=2), MAX_NODES), axis=2, prepend=0)
+            S[used == 0] = 0  # at most MAX_NODES nodes per job, first in the random order
             S = np.take_along_axis(S, np.argsort(shuffle, axis=2), axis=2)
             S = np.minimum(np.cumsum(S, axis=1), problem.cap)
             S = np.diff(S, axis=1, prepend=0)
