@@ -38,9 +38,6 @@ import numpy as np
 from ..errors import InputError
 from .pollux_search import RoundProblem
 
-#: the allocation searches of ``pollux`` / ``pollux-unaware`` (setting ``pollux_search``)
-SEARCHES = ("ddlsched", "nsga2")
-
 #: NSGA-II's population and generations in both artifacts (pollux_unaware.py:164-170)
 POP_SIZE = 100
 GENERATIONS = 100
