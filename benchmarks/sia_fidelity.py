@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sys
 import tempfile
 import time
@@ -32,6 +33,48 @@ POLICIES: dict[str, tuple[str, dict[str, str]]] = {
     "gavel-tunedjobs": ("gavel", {"gavel_round": "360"}),  # --policy=gavel --interval=360
     "pollux-unaware": ("pollux-unaware", {"interval": "60"}),  # multi_simulator_unaware.py
 }
+
+
+def artifact_results(
+    results: Path, trace: str, workloads: set[str] | None, policies: set[str]
+) -> dict[tuple[str, str], list[float]]:
+    """The artifact's average JCTs in ``results`` per (artifact policy, workload) of ``trace``.
+
+    Repeated runs of one workload are rows whose policy is ``NAME#TAG`` (an unseeded artifact
+    policy, e.g. ``pollux-unaware#r2``): they are pooled under ``NAME``. ``workloads`` None
+    takes every workload; FAILED rows are skipped."""
+    runs: dict[tuple[str, str], list[float]] = {}
+    with results.open(newline="") as f:
+        for r in csv.DictReader(f):
+            policy = r["policy"].split("#", 1)[0]
+            if r["trace"] != trace or policy not in policies:
+                continue
+            if workloads is not None and r["workload"] not in workloads:
+                continue
+            try:
+                runs.setdefault((policy, r["workload"]), []).append(float(r["avg_jct_s"]))
+            except ValueError:  # a FAILED row
+                continue
+    return runs
+
+
+def run_argv(sia_dir: Path, trace: str, workload: str, policy: str, **settings: str) -> list[str]:
+    """``ddlsched run`` arguments (without ``--out``) that run ``policy`` on one artifact
+    workload the way the artifact ran it: ``sia-64``, the artifact's profiles,
+    ``semantics=rounds``, ``calibration=sia`` and :data:`POLICIES`' settings, then
+    ``settings`` (which override them)."""
+    wl = sia_dir / "workloads" / trace / f"{workload}.csv"
+    argv = ["run", "--cluster", "sia-64", "--workload", str(wl), "--policy", policy]
+    sets = {
+        "profiles": str(sia_dir / "traces"),
+        "semantics": "rounds",
+        "calibration": "sia",
+        **POLICIES[policy][1],
+        **settings,
+    }
+    for k, v in sets.items():
+        argv += ["--set", f"{k}={v}"]
+    return argv
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,17 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
     wanted = {f"workload-{w.strip()}" for w in args.workloads.split(",")}
     ours_of = {POLICIES[p][0]: p for p in args.policy or ["sia"]}
-    # repeated runs of one workload are rows whose policy is ``NAME#TAG`` (an unseeded
-    # artifact policy, e.g. ``pollux-unaware#r2``): the artifact's value is their mean
-    runs: dict[tuple[str, str], list[float]] = {}
-    with args.results.open(newline="") as f:
-        for r in csv.DictReader(f):
-            policy = r["policy"].split("#", 1)[0]
-            if r["trace"] == args.trace and r["workload"] in wanted and policy in ours_of:
-                try:
-                    runs.setdefault((policy, r["workload"]), []).append(float(r["avg_jct_s"]))
-                except ValueError:  # a FAILED row
-                    continue
+    runs = artifact_results(args.results, args.trace, wanted, set(ours_of))
     if not runs:
         print("no matching rows in", args.results, file=sys.stderr)
         return 2
@@ -74,30 +107,18 @@ def main(argv: list[str] | None = None) -> int:
     pairs: dict[str, list[tuple[float, float]]] = {}  # policy → (artifact, ddlsched) per row
     for (policy, workload), got in sorted(runs.items()):
         name = ours_of[policy]
-        sets = POLICIES[name][1]
-        wl = args.sia_dir / "workloads" / args.trace / f"{workload}.csv"
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "o"
             if args.keep is not None:
                 out = args.keep / f"{args.trace}_{workload}_{name}"
-            argv2 = ["run", "--cluster", "sia-64", "--workload", str(wl), "--policy", name]
-            settings = {
-                "profiles": str(args.sia_dir / "traces"),
-                "semantics": "rounds",
-                "calibration": "sia",
-                **sets,
-            }
-            for k, v in settings.items():
-                argv2 += ["--set", f"{k}={v}"]
+            argv2 = run_argv(args.sia_dir, args.trace, workload, name)
             t0 = time.perf_counter()
             keep = ["--overwrite"] if args.keep is not None else []
             rc = cli([*argv2, "--quiet", *keep, "--out", str(out)])
             wall = time.perf_counter() - t0
             if rc != 0:
-                print(f"ddlsched failed on {wl} ({rc})", file=sys.stderr)
+                print(f"ddlsched failed on {args.trace} {workload} ({rc})", file=sys.stderr)
                 return rc
-            import json
-
             ours = json.loads((out / "summary.json").read_text())["avg_jct"]
         theirs = sum(got) / len(got)
         pairs.setdefault(name, []).append((theirs, ours))

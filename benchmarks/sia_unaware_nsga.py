@@ -17,7 +17,6 @@ at a time. Not a test: the artifact is not in this repository. Needs pymoo
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import statistics
 import subprocess
@@ -26,42 +25,23 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sia_fidelity import artifact_results, run_argv  # noqa: E402
+
 
 def run(sia_dir: Path, trace: str, workload: str, seed: int | None, out: Path) -> float:
     """One ddlsched run (``seed`` None: the deterministic search); its average JCT. A kept
     folder with a summary is reused (a study resumes where it stopped)."""
     done = out / "summary.json"
-    if done.exists():
-        return float(json.loads(done.read_text())["avg_jct"])
-    wl = sia_dir / "workloads" / trace / f"{workload}.csv"
-    argv = [sys.executable, "-m", "ddlsched", "run", "--cluster", "sia-64", "--workload", str(wl)]
-    argv += ["--policy", "pollux-unaware", "--out", str(out), "--overwrite", "--quiet"]
-    sets = {
-        "profiles": str(sia_dir / "traces"),
-        "semantics": "rounds",
-        "calibration": "sia",
-        "interval": "60",
-    }
-    if seed is not None:
-        sets["pollux_search"] = "nsga2"
-        argv += ["--seed", str(seed)]
-    for k, v in sets.items():
-        argv += ["--set", f"{k}={v}"]
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
-    return float(json.loads((out / "summary.json").read_text())["avg_jct"])
-
-
-def artifact_runs(results: Path, trace: str) -> dict[str, list[float]]:
-    """The artifact's pollux-unaware average JCTs per workload (``#TAG`` rows are repeats)."""
-    got: dict[str, list[float]] = {}
-    with results.open(newline="") as f:
-        for r in csv.DictReader(f):
-            if r["trace"] == trace and r["policy"].split("#", 1)[0] == "pollux-unaware":
-                try:
-                    got.setdefault(r["workload"], []).append(float(r["avg_jct_s"]))
-                except ValueError:  # a FAILED row
-                    continue
-    return got
+    if not done.exists():
+        nsga = {"pollux_search": "nsga2"} if seed is not None else {}
+        argv = run_argv(sia_dir, trace, workload, "pollux-unaware", **nsga)
+        argv += ["--out", str(out), "--overwrite", "--quiet"]
+        argv += ["--seed", str(seed)] if seed is not None else []
+        subprocess.run(
+            [sys.executable, "-m", "ddlsched", *argv], check=True, stdout=subprocess.DEVNULL
+        )
+    return float(json.loads(done.read_text())["avg_jct"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,7 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     workloads = [f"workload-{w.strip()}" for w in args.workloads.split(",")]
-    theirs = artifact_runs(args.results, args.trace)
+    theirs = {
+        w: got
+        for (_, w), got in artifact_results(
+            args.results, args.trace, None, {"pollux-unaware"}
+        ).items()
+    }
     base = args.keep or Path(tempfile.mkdtemp(prefix="sia-nsga-"))
     tasks = [(w, s) for w in workloads for s in [None, *seeds]]
 

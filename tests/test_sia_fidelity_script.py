@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location(
     "sia_fidelity", ROOT / "benchmarks" / "sia_fidelity.py"
@@ -83,3 +85,57 @@ def test_artifact_jcts_reads_the_last_round_of_a_plain_or_gzipped_stdout(tmp_pat
     text = text.rsplit("Completed jobs:", 1)[0]
     packed.write_bytes(gzip.compress(text.encode()))
     assert sia_unaware_jcts.artifact_jcts(packed) == {"a-0": 10.5, "b-1": 30.0}
+
+
+spec3 = importlib.util.spec_from_file_location(
+    "sia_unaware_nsga", ROOT / "benchmarks" / "sia_unaware_nsga.py"
+)
+sia_unaware_nsga = importlib.util.module_from_spec(spec3)
+spec3.loader.exec_module(sia_unaware_nsga)
+
+
+def test_nsga_study_runs_as_the_fidelity_script_and_reuses_kept_runs(tmp_path, capsys) -> None:
+    """benchmarks/sia_unaware_nsga.py: its deterministic run is the fidelity script's run (one
+    set of run settings, sia_fidelity.run_argv), its seeded runs use NSGA-II, and a kept study
+    is reused rather than rerun."""
+    pytest.importorskip("pymoo")
+    sia = tmp_path / "sia-simulator"
+    write_sia_profiles(sia / "traces", apps=("alpha", "beta"), epoch_progress=3e2)
+    wl = sia / "workloads" / "saturn"
+    wl.mkdir(parents=True)
+    (wl / "workload-1.csv").write_text(
+        "name,time,application,num_replicas,batch_size\n"
+        + "".join(f"{a}-{i},{40 * i},{a},2,64\n" for i, a in enumerate(["alpha", "beta"]))
+    )
+    results = tmp_path / "results.csv"
+    results.write_text(
+        "trace,workload,policy,avg_jct_s\n"
+        "saturn,workload-1,pollux-unaware,900.0\n"
+        "saturn,workload-1,pollux-unaware#r2,FAILED\n"
+        "saturn,workload-1,sia,5.0\n"
+    )
+    argv = [str(sia), "--results", str(results), "--trace", "saturn", "--workloads", "1"]
+    keep = tmp_path / "study"
+    assert sia_unaware_nsga.main([*argv, "--seeds", "1", "--keep", str(keep)]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("saturn"))
+    assert row.split()[:4] == ["saturn", "workload-1", "900.0", row.split()[3]]
+    runs = {p.name: json.loads((p / "summary.json").read_text()) for p in keep.iterdir()}
+    assert sorted(runs) == [
+        "saturn_workload-1_ddlsched",
+        "saturn_workload-1_nsga2-s1",
+    ]
+    config = {p.name: json.loads((p / "config.json").read_text()) for p in keep.iterdir()}
+    c = config["saturn_workload-1_nsga2-s1"]
+    assert (c["settings"]["policy"]["pollux_search"], c["seed"]) == ("nsga2", 1)
+    assert "pollux_search" not in config["saturn_workload-1_ddlsched"]["settings"]["policy"]
+    assert float(row.split()[3]) == round(runs["saturn_workload-1_ddlsched"]["avg_jct"], 1)
+    # the fidelity script's run of the same workload is the study's deterministic run
+    assert sia_fidelity.main([*argv, "--policy", "pollux-unaware"]) == 0
+    fid = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("saturn"))
+    assert f"{runs['saturn_workload-1_ddlsched']['avg_jct']:.2f}" == fid.split()[4]
+    # a kept study is read back, not rerun: a planted summary is what it reports
+    planted = keep / "saturn_workload-1_nsga2-s1" / "summary.json"
+    planted.write_text(json.dumps({"avg_jct": 1234.5}))
+    assert sia_unaware_nsga.main([*argv, "--seeds", "1", "--keep", str(keep)]) == 0
+    assert "nsga2 per seed: 1: 1234.5" in capsys.readouterr().out
