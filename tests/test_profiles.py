@@ -289,3 +289,43 @@ def test_bad_folders(tmp_path):
         load_application(_write_app(tmp_path / "toy4"), max_epochs=4)
     with pytest.raises(InputError, match="not a directory"):
         load_application(tmp_path / "missing")
+
+
+def test_profiles_are_parsed_once_per_content(tmp_path, monkeypatch):
+    """An experiment builds one simulator per row: the same tables are parsed once, and a
+    file rewritten in place with other numbers (same size, same modification time) is read
+    anew, as is a bad file on every load."""
+    import os
+
+    from ddlsched.perf import profiles
+
+    parsed: list[str] = []
+    read_table = profiles._read_table
+
+    def counting(path, columns):
+        parsed.append(path.name)
+        return read_table(path, columns)
+
+    monkeypatch.setattr(profiles, "_read_table", counting)
+    monkeypatch.setattr(profiles, "_PARSED", {})
+    d = _write_app(tmp_path / "toy")
+    first = load_application(d)
+    assert len(parsed) == 4  # placements, scalability, two validation curves
+    again = load_application(_write_app(tmp_path / "copy"))  # same content, another folder
+    assert len(parsed) == 4 and again is not first
+    assert again.step_time((2,), 6) == first.step_time((2,), 6) == (2.0, 0.5)
+    # the same bytes' length and time stamp, other numbers: parsed again
+    placements = d / "placements.csv"
+    stamp = placements.stat()
+    text = placements.read_text()
+    placements.write_text(text.replace("2,4,1.5,0.5", "2,4,1.7,0.5"))
+    os.utime(placements, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    assert placements.stat().st_size == stamp.st_size
+    changed = load_application(d)
+    assert len(parsed) == 5 and changed.step_time((2,), 4) == (1.7, 0.5)
+    # a bad file is never kept: every load reports it, naming the file and line
+    placements.write_text(text.replace("2,4,1.5,0.5", "2,4,x,0.5"))
+    for _ in range(2):
+        with pytest.raises(InputError) as e:
+            load_application(d)
+        assert (e.value.source, e.value.line) == (str(placements), 4)
