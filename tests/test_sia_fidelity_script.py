@@ -24,15 +24,25 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_sia_inputs import write_sia_profiles  # noqa: E402
 
 
-def test_repeated_artifact_runs_are_pooled_and_their_range_printed(tmp_path, capsys) -> None:
+def artifact_folder(tmp_path: Path, trace: str, jobs: int, epoch_progress: float) -> Path:
+    """A folder in the Sia artifact's layout: small profiles of our own for two applications
+    and ``workloads/TRACE/workload-1.csv`` with ``jobs`` jobs, 40 s apart."""
     sia = tmp_path / "sia-simulator"
-    write_sia_profiles(sia / "traces", apps=("alpha", "beta"), epoch_progress=3e3)
-    wl = sia / "workloads" / "philly"
+    write_sia_profiles(sia / "traces", apps=("alpha", "beta"), epoch_progress=epoch_progress)
+    wl = sia / "workloads" / trace
     wl.mkdir(parents=True)
     (wl / "workload-1.csv").write_text(
         "name,time,application,num_replicas,batch_size\n"
-        + "".join(f"{a}-{i},{40 * i},{a},2,64\n" for i, a in enumerate(["alpha", "beta"] * 3))
+        + "".join(
+            f"{('alpha', 'beta')[i % 2]}-{i},{40 * i},{('alpha', 'beta')[i % 2]},2,64\n"
+            for i in range(jobs)
+        )
     )
+    return sia
+
+
+def test_repeated_artifact_runs_are_pooled_and_their_range_printed(tmp_path, capsys) -> None:
+    sia = artifact_folder(tmp_path, "philly", jobs=6, epoch_progress=3e3)
     results = tmp_path / "results.csv"
     with results.open("w", newline="") as f:
         w = csv.writer(f)
@@ -99,14 +109,7 @@ def test_nsga_study_runs_as_the_fidelity_script_and_reuses_kept_runs(tmp_path, c
     set of run settings, sia_fidelity.run_argv), its seeded runs use NSGA-II, and a kept study
     is reused rather than rerun."""
     pytest.importorskip("pymoo")
-    sia = tmp_path / "sia-simulator"
-    write_sia_profiles(sia / "traces", apps=("alpha", "beta"), epoch_progress=3e2)
-    wl = sia / "workloads" / "saturn"
-    wl.mkdir(parents=True)
-    (wl / "workload-1.csv").write_text(
-        "name,time,application,num_replicas,batch_size\n"
-        + "".join(f"{a}-{i},{40 * i},{a},2,64\n" for i, a in enumerate(["alpha", "beta"]))
-    )
+    sia = artifact_folder(tmp_path, "saturn", jobs=2, epoch_progress=3e2)
     results = tmp_path / "results.csv"
     results.write_text(
         "trace,workload,policy,avg_jct_s\n"
