@@ -165,9 +165,14 @@ class LiveRun:
     progress: dict | None = None  # the last report of rank 0
     #: seconds from each stop request to the exit of the attempt's last process
     stop_seconds: list[float] = field(default_factory=list)
-    #: the current attempt's first and latest report: (job's unix time, step)
+    #: the current attempt's pace is measured between these reports: (job's unix time, step).
+    #: The base is the attempt's second report seen, not its first: the first may precede any
+    #: step (a job's start report, made before the loop's first iteration) or follow a
+    #: warm-up, so the time from it to the next report is not a whole iteration.
     first_seen: tuple[float, int] | None = None
     last_seen: tuple[float, int] | None = None
+    #: whether a report of the current attempt was seen (the first is no base for its pace)
+    reported: bool = False
     exit_codes: tuple[int | None, ...] = ()
     #: a launch that failed, handled at the next poll (never inside the policy's call)
     launch_error: str | None = None
@@ -232,6 +237,7 @@ class LiveExecutor:
         r.attempt += 1
         r.since = self.sim.now
         r.first_seen = r.last_seen = None
+        r.reported = False
         self._states[job.job_id] = job
         try:
             workers = self.workers(job, r)
@@ -598,7 +604,9 @@ class LiveExecutor:
         r.progress = p.progress
         t, step = p.progress.get("time"), p.progress.get("step")
         if isinstance(t, (int, float)) and isinstance(step, int):
-            if r.first_seen is None:
+            if not r.reported:
+                r.reported = True
+            elif r.first_seen is None:
                 r.first_seen = (float(t), step)
             r.last_seen = (float(t), step)
 
