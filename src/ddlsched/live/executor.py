@@ -171,8 +171,6 @@ class LiveRun:
     #: warm-up, so the time from it to the next report is not a whole iteration.
     first_seen: tuple[float, int] | None = None
     last_seen: tuple[float, int] | None = None
-    #: whether a report of the current attempt was seen (the first is no base for its pace)
-    reported: bool = False
     exit_codes: tuple[int | None, ...] = ()
     #: a launch that failed, handled at the next poll (never inside the policy's call)
     launch_error: str | None = None
@@ -237,7 +235,6 @@ class LiveExecutor:
         r.attempt += 1
         r.since = self.sim.now
         r.first_seen = r.last_seen = None
-        r.reported = False
         self._states[job.job_id] = job
         try:
             workers = self.workers(job, r)
@@ -604,9 +601,7 @@ class LiveExecutor:
         r.progress = p.progress
         t, step = p.progress.get("time"), p.progress.get("step")
         if isinstance(t, (int, float)) and isinstance(step, int):
-            if not r.reported:
-                r.reported = True
-            elif r.first_seen is None:
+            if r.first_seen is None and r.last_seen is not None:  # the attempt's second
                 r.first_seen = (float(t), step)
             r.last_seen = (float(t), step)
 
