@@ -533,3 +533,42 @@ def test_bench_live_runs_on_the_local_launcher(tmp_path):
     assert run["makespan_live"]["jobs"] == 8 and run["makespan_live"]["ratio"] >= 1.0
     # one wave on 8 GPUs: no GPU stood idle while a job waited
     assert run["makespan_live"]["idle_while_waiting"]["n"] == 0
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_bench_live_stop_worker_cannot_lose_its_sigterm(tmp_path):
+    """bench_live's stop worker blocks SIGTERM before its ready file and takes it with
+    sigtimedwait: with a Python handler, a SIGTERM that landed just before its ``time.sleep``
+    ran the handler only after the sleep (about 1 stop in 2,000 hung; CI failed on it)."""
+    import ast
+    import subprocess
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_live.py"
+    (code,) = (
+        ast.literal_eval(node.value)
+        for node in ast.parse(bench.read_text()).body
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "ON_TERM"
+    )
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen(
+        [PY, "-S", "-I", "-c", code, str(ready)], env={"RANK": "0"}, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (ready.with_suffix(".0").exists() and ready.with_suffix(".0").stat().st_size):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        # where it waits: in sigtimedwait (which unblocks SIGTERM only inside the wait), not
+        # in a sleep that a handled SIGTERM interrupts only if it lands inside the syscall
+        wchan = Path(f"/proc/{proc.pid}/wchan")
+        while not wchan.read_text().startswith("do_sigtimedwait"):
+            if wchan.read_text() in ("", "0"):
+                pytest.skip("/proc/PID/wchan is hidden on this kernel")
+            assert time.monotonic() < deadline, f"the worker waits in {wchan.read_text()}"
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
