@@ -8,6 +8,8 @@ pytest-xdist, then the ``solo`` tests — those that need the machine to themsel
 timings, machine-wide clean-ups — alone): the test files that start Ray run one after another on
 one worker (tests/xdist_groups.py says why, and why with a scheduler of our own). Every other
 test (live ones included: they tag their processes and check only their own) goes to any worker.
+Tests marked ``long`` (a minute or more of one worker) are collected first, so that they start
+early rather than run alone at the end.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from xdist_groups import RAY_FILES, pytest_xdist_make_scheduler  # noqa: F401  (the hook)
+from xdist_groups import RAY_FILES, long_first, pytest_xdist_make_scheduler  # noqa: F401
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -28,3 +30,4 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.path.name in RAY_FILES:
             item.add_marker(pytest.mark.xdist_group("ray"))
+    items[:] = long_first(items)

@@ -321,6 +321,7 @@ def test_hung_job_is_restarted(home) -> None:
 
 
 # ------------------------------------------------------------------ the API and the clients
+@pytest.mark.long
 def test_client_commands_submit_status_cancel_drain_and_partial_export(home) -> None:
     path, tag, _ = home
     svc = serve(home)

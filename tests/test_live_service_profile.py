@@ -51,6 +51,7 @@ def gpu_types_started(state: Path, job_id: int) -> list[str]:
     return ["a" if max(g) < 2 else "b" if min(g) >= 2 else "a+b" for g in starts]
 
 
+@pytest.mark.long
 def test_sia_service_moves_jobs_across_gpu_types_and_each_finishes_once(home) -> None:  # noqa: F811
     path, tag, _ = home
     svc = serve(home, *SIA_ARGS)

@@ -260,6 +260,7 @@ def test_a_cluster_files_type_profiles_without_the_app_is_one_line(tmp_path: Pat
 
 
 # ---------------------------------------------------------------------- the live run
+@pytest.mark.long
 def test_sia_moves_and_resizes_real_jobs_across_gpu_types(tmp_path: Path) -> None:
     """Four paced jobs on 2 ``a`` + 2 ``b`` logical GPUs under ``sia`` (a round every 3 s):
     every start names its GPU type; the jobs measure ``b`` three times slower than ``a`` and

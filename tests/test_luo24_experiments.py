@@ -25,6 +25,7 @@ def test_registered_with_the_issue_names_rows_and_metrics():
     assert t3.rows[2].paper["avg_jct"] == 1.51  # hours, as printed
 
 
+@pytest.mark.long
 def test_table3_first_workload_in_hours(tmp_path):
     root = pollux_data()
     if root is None:
@@ -41,6 +42,7 @@ def test_table3_first_workload_in_hours(tmp_path):
     assert "Pollux artifact profiles" in (out / "table.md").read_text()
 
 
+@pytest.mark.long
 def test_without_data_the_builtins_run_and_say_so(tmp_path, monkeypatch):
     monkeypatch.setenv("DDLSCHED_POLLUX_DATA", str(tmp_path / "absent"))
     out = tmp_path / "t3"

@@ -12,6 +12,7 @@ from ddlsched.cli import main
 from ddlsched.experiments.luo24 import ARTIFACT_MEANS, pollux_data
 
 
+@pytest.mark.long
 def test_pollux_within_10_percent_of_the_artifact(tmp_path):
     if pollux_data() is None:
         pytest.skip("Pollux artifact data not found (../shared/data/pollux)")

@@ -256,6 +256,7 @@ def test_report_is_self_contained(tmp_path: Path) -> None:
     assert all(s.startswith("data:image/png;base64,") for s in srcs)
 
 
+@pytest.mark.long
 def test_report_and_figures_are_byte_identical_across_renders(tmp_path: Path) -> None:
     d = three_seeds(tmp_path)
     a = write_report([d], tmp_path / "a.html").read_bytes()

@@ -104,6 +104,7 @@ sia_unaware_nsga = importlib.util.module_from_spec(spec3)
 spec3.loader.exec_module(sia_unaware_nsga)
 
 
+@pytest.mark.long
 def test_nsga_study_runs_as_the_fidelity_script_and_reuses_kept_runs(tmp_path, capsys) -> None:
     """benchmarks/sia_unaware_nsga.py: its deterministic run is the fidelity script's run (one
     set of run settings, sia_fidelity.run_argv), its seeded runs use NSGA-II, and a kept study

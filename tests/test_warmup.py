@@ -41,6 +41,7 @@ def test_the_two_halves_are_the_executors_entry_points() -> None:
     }
 
 
+@pytest.mark.long
 def test_warmup_compiles_all_a_run_needs(tmp_path: Path) -> None:
     cache = tmp_path / "numba"
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
@@ -74,6 +75,7 @@ search(crowded_problem(seed), compiled=True)
 """
 
 
+@pytest.mark.long
 def test_warmup_pollux_compiles_the_search_kernel(tmp_path: Path) -> None:
     """``python -m ddlsched.warmup --pollux`` (``make run``'s last step) leaves the Pollux
     search's kernel in numba's cache: a later search is ready and compiles nothing."""

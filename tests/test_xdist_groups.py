@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from xdist_groups import scope_of
 
 TESTS = Path(__file__).resolve().parent
@@ -33,6 +34,7 @@ def test_t(i):
 """
 
 
+@pytest.mark.long
 def test_ray_files_share_one_worker_under_dist_loadgroup(tmp_path: Path) -> None:
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "conftest.py").write_text(
@@ -54,3 +56,24 @@ def test_ray_files_share_one_worker_under_dist_loadgroup(tmp_path: Path) -> None
     ray_workers = {w for module, w in ran if module in ("test_sweep", "test_signals")}
     assert len(ray_workers) == 1, ran  # one worker ran every test of both Ray files
     assert {w for module, w in ran} == {"gw0", "gw1"}  # the others spread over both
+
+
+def test_long_tests_are_collected_first() -> None:
+    """tests/conftest.py puts the ``long`` tests first (so that xdist starts them early), the
+    rest in file order: test_luo24_experiments.py's two long tests are its 2nd and 3rd."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-o", "addopts=",
+         "tests/test_luo24_experiments.py"],
+        cwd=TESTS.parent, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    names = [line.split("::")[1] for line in done.stdout.splitlines() if "::" in line]
+    assert names[:2] == [
+        "test_table3_first_workload_in_hours",
+        "test_without_data_the_builtins_run_and_say_so",
+    ]
+    assert names.index("test_fitted_ground_truth_and_builtin_profiles_run") > 1
+    source = (TESTS / "test_luo24_experiments.py").read_text()
+    in_file = [n for n in names if f"def {n}(" in source]
+    in_file.sort(key=lambda n: source.index(f"def {n}("))
+    assert in_file.index("test_table3_first_workload_in_hours") > 0  # not first in the file
