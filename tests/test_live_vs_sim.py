@@ -37,14 +37,18 @@ TRAIN = ROOT / "examples" / "live" / "train.py"
 
 # (gpus, estimated seconds) of five jobs arriving together on 4 GPUs
 TRACE_JOBS = [(2, 6.0), (1, 2.0), (2, 4.0), (1, 1.0), (1, 3.0)]
+# the same shape for the whole-run comparison, lengths 1 s apart (0.5 s per estimated second):
+# with TRACE_JOBS' 0.5 s, under load a 1.5-s job once measured 2.62 s and a 2-s one 2.53 s,
+# and the replay's SJF, which orders by the measured lengths, started the other first
+REPLAY_JOBS = [(2, 9.0), (1, 3.0), (2, 7.0), (1, 1.0), (1, 5.0)]
 # (gpus, batch) of six cifar10 jobs arriving together on 4 GPUs (more jobs than GPUs: Pollux
 # gives four of them one GPU each, as live under the issue's 8 jobs on 6 GPUs)
 PROFILE_JOBS = [(1, 128), (2, 128), (1, 128), (2, 128), (1, 128), (1, 128)]
 
 
-def _job_file(path: Path, tag: str, profile: bool) -> None:
+def _job_file(path: Path, tag: str, profile: bool, rows: list | None = None) -> None:
     text = ""
-    rows = PROFILE_JOBS if profile else TRACE_JOBS
+    rows = rows or (PROFILE_JOBS if profile else TRACE_JOBS)
     for i, (gpus, x) in enumerate(rows):
         cmd = [
             sys.executable,
@@ -160,11 +164,12 @@ def test_every_decision_is_the_replays(tmp_path, tag, policy) -> None:
     run measured them, deciding at its polls, and the jobs' real lengths order as the job
     file's estimates that live SJF orders by — fifo and sjf make every decision alike: each
     job starts in the same order on the same GPUs. (Where lengths and estimates order jobs
-    differently, live SJF and its replay differ by design: docs/live.md "Replay".)"""
+    differently, live SJF and its replay differ by design: docs/live.md "Replay". So the
+    lengths lie 1 s apart, wide against the start-up noise of a loaded machine.)"""
     cluster = tmp_path / "cluster.toml"
     cluster.write_text('name = "four"\n[[servers]]\nnum_gpus = 2\ncount = 2\n')
     jobs = tmp_path / "jobs.toml"
-    _job_file(jobs, tag, profile=False)
+    _job_file(jobs, tag, profile=False, rows=REPLAY_JOBS)
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
 
     def ddl(*args: str) -> None:
