@@ -50,10 +50,11 @@ SERVERS, GPUS = 2, 4
 CLUSTER_TOML = f'name = "bench-live"\n[[servers]]\nnum_gpus = {GPUS}\ncount = {SERVERS}\n'
 # first thing: the wall clock into argv[1] + "." + RANK
 STAMP = "import os, time; open(__import__('sys').argv[1] + '.' + os.environ['RANK'], 'w').write(repr(time.time()))"
-# ready file, then exit 0 at once on SIGTERM. SIGTERM is blocked before the file is written and
-# taken by ``sigwait``: a Python handler (``sys.exit`` in it) loses a SIGTERM that lands between
-# the interpreter's last look at its pending signals and the ``sleep`` syscall (the handler runs
-# only after the sleep: about 1 stop in 2,000 hung for 120 s, and CI's run of this script failed)
+# ready file, then exit 0 at once on SIGTERM. SIGTERM is blocked before the file is written
+# and taken by ``sigtimedwait``: a Python handler (``sys.exit`` in it) loses a SIGTERM that
+# lands between the interpreter's last look at its pending signals and the ``sleep`` syscall
+# (the handler runs only after the sleep: about 1 stop in 2,000 hung for 120 s, and CI's run
+# of this script failed)
 ON_TERM = (
     "import os, signal, sys\n"
     "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})\n"

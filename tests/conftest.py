@@ -8,7 +8,7 @@ pytest-xdist, then the ``solo`` tests — those that need the machine to themsel
 timings, machine-wide clean-ups — alone): the test files that start Ray run one after another on
 one worker (tests/xdist_groups.py says why, and why with a scheduler of our own). Every other
 test (live ones included: they tag their processes and check only their own) goes to any worker.
-Tests marked ``long`` (a minute or more of one worker) are collected first, so that they start
+Tests marked ``long`` (20 s or more of one worker) are collected first, so that they start
 early rather than run alone at the end.
 """
 
