@@ -287,8 +287,7 @@ class JobEvents:
     """What ``events.jsonl`` says of one job."""
 
     attempts: dict[int, _Attempt] = field(default_factory=dict)
-    #: every ``first_report`` as (attempt, time): the live run took each one after the first as
-    #: a restart's start-up and left it out of the job's duration (measured.csv)
+    #: every ``first_report`` as (attempt, time)
     reports: list[tuple[int, float]] = field(default_factory=list)
     #: completed stops: ``stop_requested`` → the next ``stopped`` (s)
     stops: list[float] = field(default_factory=list)
@@ -342,8 +341,14 @@ class JobEvents:
         return out
 
     def subtracted(self) -> float:
-        """Seconds measured.csv left out of the job's duration as restart start-ups."""
-        return sum(t - self.attempts[k].launched for k, t in self.reports[1:] if k in self.attempts)
+        """Seconds measured.csv left out of the job's duration as restart start-ups: as the
+        live executor counts them, launch → first report of every attempt numbered ≥ 1 (an
+        attempt 0 stopped before it ever reported does not make attempt 1's the first)."""
+        return sum(
+            a.first_t - a.launched
+            for k, a in self.attempts.items()
+            if k >= 1 and a.first_t is not None
+        )
 
 
 def _read_events(path: Path) -> dict[int, JobEvents]:
