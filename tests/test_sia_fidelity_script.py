@@ -97,6 +97,13 @@ def test_artifact_jcts_reads_the_last_round_of_a_plain_or_gzipped_stdout(tmp_pat
     assert sia_unaware_jcts.artifact_jcts(packed) == {"a-0": 10.5, "b-1": 30.0}
 
 
+def test_by_application_groups_the_jobs_both_runs_finished() -> None:
+    theirs = {"bert-1": 100.0, "bert-7": 300.0, "cifar10-2": 50.0, "imagenet-3": 9e4}
+    ours = {"bert-1": 50.0, "bert-7": 150.0, "cifar10-2": 75.0, "yolov3-4": 10.0}
+    got = sia_unaware_jcts.by_application(theirs, ours)
+    assert got == {"bert": (2, 0.5, -0.5), "cifar10": (1, 1.5, 0.5)}
+
+
 spec3 = importlib.util.spec_from_file_location(
     "sia_unaware_nsga", ROOT / "benchmarks" / "sia_unaware_nsga.py"
 )
