@@ -470,23 +470,92 @@ def test_pollux_runs_under_binding_queues(tmp_path: Path, semantics: str) -> Non
     assert result.ok, [v.message for v in result.violations]
 
 
-def test_several_gpu_flavors_on_a_typed_cluster_are_refused(tmp_path: Path) -> None:
-    # placement is not held to a flavor's GPU type: refused rather than miscounted
+TYPED_FLAVORS = (
+    '[[resourceFlavor]]\nname = "V100"\n[[resourceFlavor]]\nname = "{second}"\n'
+    '[[clusterQueue]]\nname = "a"\n[[clusterQueue.resourceGroups]]\n'
+    'coveredResources = ["nvidia.com/gpu"]\nflavors = [\n'
+    '  {{ name = "V100", resources = [{{ name = "nvidia.com/gpu", nominalQuota = 8 }}] }},\n'
+    '  {{ name = "{second}", resources = [{{ name = "nvidia.com/gpu", nominalQuota = 4 }}] }},\n]\n'
+)
+
+
+def typed_flavors(tmp_path: Path, second: str = "k80") -> QueuesConfig:
+    path = tmp_path / "typed.toml"
+    path.write_text(TYPED_FLAVORS.format(second=second))
+    return load_queues(path)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "sjf"])
+def test_gpu_flavors_named_after_gpu_types_hold_their_jobs_to_them(
+    tmp_path: Path, policy: str
+) -> None:
+    """gavel-4:0:4 (GPUs 0-3 v100, 4-7 k80); flavor V100 (quota 8, more than the 4 GPUs)
+    first, then k80 (quota 4). Job 0 is admitted in V100 and runs on the v100s; job 1 too,
+    and waits for them; job 2 finds V100's quota used and is admitted in k80: it starts at
+    once on the k80s, though job 1 of the same size waits before it."""
     from ddlsched.core.cluster_io import load_cluster
 
-    path = tmp_path / "two.toml"
-    path.write_text(
-        '[[resourceFlavor]]\nname = "v100"\n[[resourceFlavor]]\nname = "k80"\n'
-        '[[clusterQueue]]\nname = "a"\n[[clusterQueue.resourceGroups]]\n'
-        'coveredResources = ["nvidia.com/gpu"]\nflavors = [\n'
-        '  { name = "v100", resources = [{ name = "nvidia.com/gpu", nominalQuota = 4 }] },\n'
-        '  { name = "k80", resources = [{ name = "nvidia.com/gpu", nominalQuota = 4 }] },\n]\n'
-    )
-    cfg = load_queues(path)
+    typed = load_cluster("gavel-4:0:4")
+    specs = [JobSpec(i, float(i), 4, 0, MODEL, duration=100.0, queue="a") for i in range(3)]
+    res = simulate(typed, specs, policy, queues=typed_flavors(tmp_path))
+    kinds: dict[int, set[str]] = {}
+    for seg in res.segments:  # placements "server:slot;…"
+        for at in seg.placement.split(";"):
+            kinds.setdefault(seg.job_id, set()).add(typed.servers[int(at.split(":")[0])].gpu_type)
+    assert kinds == {0: {"v100"}, 1: {"v100"}, 2: {"k80"}}
+    assert [j.start for j in sorted(res.jobs, key=lambda j: j.job_id)] == [0.0, 100.0, 2.0]
+
+
+def test_gpu_flavors_on_a_typed_cluster_must_each_name_a_type(tmp_path: Path) -> None:
+    from ddlsched.core.cluster_io import load_cluster
+
     typed = load_cluster("gavel-4:0:4")
     spec = JobSpec(0, 0.0, 1, 0, MODEL, duration=10.0, queue="a")
-    with pytest.raises(InputError, match="several flavors .* on a cluster of several GPU types"):
-        simulate(typed, [spec], "fifo", queues=cfg)
+    with pytest.raises(InputError, match="several flavors .* 'default' names none of them"):
+        simulate(typed, [spec], "fifo", queues=typed_flavors(tmp_path, "default"))
     # one type, several flavors: quota accounting only, allowed
-    res = simulate(CLUSTER, [spec], "fifo", queues=cfg)
+    res = simulate(CLUSTER, [spec], "fifo", queues=typed_flavors(tmp_path, "default"))
     assert res.jobs[0].finish == 10.0
+
+
+def test_a_policy_that_does_not_place_by_flavor_is_refused_with_typed_flavors(
+    tmp_path: Path,
+) -> None:
+    from ddlsched.core.cluster_io import load_cluster
+
+    typed = load_cluster("gavel-4:0:4")
+    spec = JobSpec(0, 0.0, 1, 0, MODEL, duration=10.0, queue="a")
+    with pytest.raises(InputError, match="policy tiresias does not hold its placements"):
+        simulate(typed, [spec], "tiresias", queues=typed_flavors(tmp_path))
+
+
+def test_a_job_larger_than_its_flavors_gpu_type_is_refused(tmp_path: Path) -> None:
+    from ddlsched.core.cluster_io import load_cluster
+
+    typed = load_cluster("gavel-4:0:4")
+    spec = JobSpec(0, 0.0, 5, 0, MODEL, duration=10.0, queue="a")
+    with pytest.raises(InputError, match="flavor 'V100', which holds it to GPU type v100, of"):
+        simulate(typed, [spec], "fifo", queues=typed_flavors(tmp_path))
+
+
+def test_the_engine_refuses_a_placement_against_the_flavor(tmp_path: Path) -> None:
+    from ddlsched.core.cluster_io import load_cluster
+    from ddlsched.errors import ScheduleError
+
+    class LastGpus:
+        """Starts every waiting job on the highest-numbered idle GPUs (k80s first)."""
+
+        name = "last-gpus"
+        holds_flavor_types = True
+
+        def attach(self, sim) -> None:  # type: ignore[no-untyped-def]
+            pass
+
+        def schedule(self, sim) -> None:  # type: ignore[no-untyped-def]
+            for job in list(sim.queue):
+                sim.start(job, sorted(sim.idle)[-job.num_gpus :])
+
+    typed = load_cluster("gavel-4:0:4")
+    spec = JobSpec(0, 0.0, 1, 0, MODEL, duration=10.0, queue="a")
+    with pytest.raises(ScheduleError, match=r"GPU 7 \(k80\): its Kueue flavor holds it to .*v100"):
+        simulate(typed, [spec], LastGpus(), queues=typed_flavors(tmp_path))  # type: ignore[arg-type]

@@ -120,6 +120,8 @@ class KueueAdmission:
         self.borrowed: dict[str, float] = {}  # queue → GPU-seconds admitted above nominal
         self.last = 0.0
         self.nominal: dict[tuple[str, str], int] = {}
+        #: GPU flavor → the GPU type it holds its jobs to (``_flavor_types``)
+        self.flavor_types: dict[str, str] = {}
         for name, cq in config.cluster_queues.items():
             rg = cq.group_of(GPU)
             for fl in rg.flavors if rg is not None else ():
@@ -139,19 +141,7 @@ class KueueAdmission:
             raise InputError(
                 f"no ClusterQueue covers {GPU}: jobs could never be admitted", field="queues"
             )
-        types = sim.cluster.gpu_types
-        if sim.cluster.typed and len(types) > 1:
-            for name, cq in sorted(self.config.cluster_queues.items()):
-                rg = cq.group_of(GPU)
-                if rg is not None and len(rg.flavors) > 1:
-                    raise InputError(
-                        f"ClusterQueue {quote(name)} offers {GPU} in several flavors "
-                        f"({', '.join(rg.flavors)}) on a cluster of several GPU types "
-                        f"({', '.join(sorted(types))}): the policy's placement is not held to "
-                        "a flavor's GPU type yet, so the quota per flavor would not be the GPUs "
-                        "used; give each ClusterQueue one GPU flavor (docs/tenancy.md)",
-                        field="queues",
-                    )
+        self.flavor_types = self._flavor_types(sim)
         fits: dict[tuple[str, int], bool] = {}
         self.by_id = {job.job_id: job for job in sim.jobs}
         for job in sim.jobs:
@@ -176,6 +166,55 @@ class KueueAdmission:
                     "cohort can lend): it would wait forever",
                     field="queues",
                 )
+            rg = self.config.cluster_queues[cq].group_of(GPU)
+            for fl in rg.flavors if rg is not None else ():
+                t = self.flavor_types.get(fl)
+                if t is not None and spec.num_gpus > sim.cluster.gpu_types[t]:
+                    raise InputError(
+                        f"job {spec.job_id} needs {spec.num_gpus} GPU(s); ClusterQueue "
+                        f"{quote(cq)} may admit it in flavor {quote(fl)}, which holds it to "
+                        f"GPU type {t}, of which the cluster has "
+                        f"{sim.cluster.gpu_types[t]}: it could wait forever",
+                        field="queues",
+                    )
+
+    def _flavor_types(self, sim: Simulator) -> dict[str, str]:
+        """GPU flavor → the GPU type it holds its jobs to, on a cluster of several declared
+        types: a flavor named after a type (case aside), as a Kueue ResourceFlavor's node labels
+        select that type's nodes. A ClusterQueue with several GPU flavors must name a type
+        with each (else its quota per flavor would not be the GPUs used), and the policy must
+        place by the flavor (``holds_flavor_types``); either is an ``InputError``."""
+        types = sim.cluster.gpu_types
+        if not sim.cluster.typed or len(types) < 2:
+            return {}
+        by_name = {t.casefold(): t for t in types}
+        held: dict[str, str] = {}
+        for name, cq in sorted(self.config.cluster_queues.items()):
+            rg = cq.group_of(GPU)
+            if rg is None:
+                continue
+            named = {fl: by_name[fl.casefold()] for fl in rg.flavors if fl.casefold() in by_name}
+            if len(rg.flavors) > 1 and len(named) < len(rg.flavors):
+                other = [fl for fl in rg.flavors if fl not in named]
+                raise InputError(
+                    f"ClusterQueue {quote(name)} offers {GPU} in several flavors "
+                    f"({', '.join(rg.flavors)}) on a cluster of several GPU types "
+                    f"({', '.join(types)}), and {', '.join(map(quote, other))} names none of "
+                    "them: name each GPU flavor after the GPU type it stands for (its jobs "
+                    "then run on that type), or give the ClusterQueue one GPU flavor "
+                    "(docs/tenancy.md)",
+                    field="queues",
+                )
+            held.update(named)
+        if held and not getattr(sim.policy, "holds_flavor_types", False):
+            raise InputError(
+                f"policy {sim.policy.name} does not hold its placements to a flavor's GPU type, "
+                f"and the queues' GPU flavors {', '.join(sorted(map(quote, held)))} name GPU "
+                "types of the cluster: use fifo or sjf, or flavors that name no GPU type "
+                "(docs/tenancy.md)",
+                field="queues",
+            )
+        return held
 
     # -------------------------------------------------------------- every scheduling point
     def _account(self, now: float) -> None:
@@ -264,6 +303,7 @@ class KueueAdmission:
             ps = PodSet("main", wl.podsets[0].count, wl.podsets[0].requests, dict(flavors))
             awl = Workload(wl.name, wl.queue, (ps,), wl.priority, wl.created, sim.now)
             admitted[jid] = (job, awl)
+            job.flavor_type = self.flavor_types.get(flavors[GPU])
             self._use(awl, +1)
             self.first_admitted.setdefault(jid, sim.now)
             del seq[jid]
@@ -303,6 +343,7 @@ class KueueAdmission:
             for job in new:
                 wl = self.workloads[job.job_id]
                 flavors = decision.admitted[wl.name]["main"]
+                job.flavor_type = self.flavor_types.get(flavors[GPU])
                 ps = PodSet("main", wl.podsets[0].count, wl.podsets[0].requests, dict(flavors))
                 admitted[job.job_id] = (
                     job,

@@ -312,6 +312,14 @@ class Simulator:
                 )
         if len(set(gpus)) != len(gpus):
             raise ScheduleError(f"job {jid} cannot start on GPUs {list(gpus)}: a GPU appears twice")
+        held = job.flavor_type
+        if held is not None:
+            wrong = [g for g in gpus if self.cluster.gpu_type(g) != held]
+            if wrong:
+                raise ScheduleError(
+                    f"job {jid} cannot start on GPU {wrong[0]} ({self.cluster.gpu_type(wrong[0])}):"
+                    f" its Kueue flavor holds it to GPU type {held}"
+                )
         if not gpus or (not resize and len(gpus) != job.num_gpus):
             raise ScheduleError(
                 f"job {jid} asked for {job.num_gpus} GPU(s), the policy gave it {len(gpus)}"

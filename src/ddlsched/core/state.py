@@ -37,6 +37,9 @@ class JobState:
     service_left: float = 0.0
     #: real iterations still to run
     iterations_left: int = 0
+    #: the GPU type its admission holds it to: the type a Kueue flavor of its GPUs is named
+    #: after (``--queues`` on a cluster of several types; docs/tenancy.md); None: any type
+    flavor_type: str | None = None
 
     @property
     def job_id(self) -> int:

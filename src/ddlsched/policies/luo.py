@@ -81,6 +81,10 @@ class Exclusive(_Base):
     #: keeps its own books of arrived jobs (``sim.jobs[:sim.arrived]``): with ``--queues``
     #: it must take evictions (``on_evicted``; docs/tenancy.md "In the engine")
     keeps_arrivals: ClassVar[bool] = True
+    #: places a job admitted in a GPU-type flavor on that type only (``--queues``;
+    #: ``cannot_run_on``), with a queue per (GPU count, type) so that one type's busy GPUs
+    #: do not hold up jobs bound to another
+    holds_flavor_types: ClassVar[bool] = True
     order: str = "fifo"
     backfill: bool = True
     #: ``least-busy``: the free GPUs with least accumulated execution time (Luo's FIFO
@@ -92,8 +96,9 @@ class Exclusive(_Base):
 
     def attach(self, sim: Simulator) -> None:
         super().attach(sim)
-        #: waiting jobs by GPU count, each a heap of (order key, job)
-        self._waiting: dict[int, list[tuple[tuple, JobState]]] = {}
+        #: waiting jobs by (GPU count, the GPU type a Kueue flavor holds them to), each a
+        #: heap of (order key, job)
+        self._waiting: dict[tuple[int, str | None], list[tuple[tuple, JobState]]] = {}
         self._seen = 0  # jobs of sim.jobs taken in (they arrive in that order)
         self._held = 0  # jobs in the heaps
         self._stale = False  # a job left sim.queue other than by a start: rebuild
@@ -109,7 +114,8 @@ class Exclusive(_Base):
         return (self.length(sim, job), job.arrival, job.job_id)
 
     def _push(self, sim: Simulator, job: JobState) -> None:
-        heapq.heappush(self._waiting.setdefault(job.num_gpus, []), (self._key(sim, job), job))
+        heap = self._waiting.setdefault((job.num_gpus, job.flavor_type), [])
+        heapq.heappush(heap, (self._key(sim, job), job))
         self._held += 1
 
     def _sync(self, sim: Simulator) -> None:
@@ -126,14 +132,16 @@ class Exclusive(_Base):
         self._sync(sim)
         idle = sim.idle
         least_busy = self.placement == "least-busy"
-        blocked: set[int] = set()  # GPU counts whose head cannot run on the idle types now
+        # queues (GPU count, flavor type) whose head cannot run on the idle types now
+        blocked: set[tuple[int, str | None]] = set()
         while True:
             free = len(idle)
             best: list[tuple[tuple, JobState]] | None = None
-            for size, heap in self._waiting.items():
-                if heap and size not in blocked and (size <= free or not self.backfill):
+            best_key: tuple[int, str | None] = (0, None)
+            for key, heap in self._waiting.items():
+                if heap and key not in blocked and (key[0] <= free or not self.backfill):
                     if best is None or heap[0][0] < best[0][0]:
-                        best = heap
+                        best, best_key = heap, key
             if best is None:
                 return
             job = best[0][1]
@@ -151,7 +159,7 @@ class Exclusive(_Base):
             if gpus is None:  # only GPUs of types it cannot run on are idle
                 if not self.backfill:
                     return
-                blocked.add(job.num_gpus)
+                blocked.add(best_key)
                 continue
             heapq.heappop(best)
             self._held -= 1

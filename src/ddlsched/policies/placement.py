@@ -28,16 +28,28 @@ def _available(job: JobState, sim: Simulator) -> list[int]:
 
 def cannot_run_on(sim: Simulator, job: JobState) -> frozenset[int]:
     """Servers whose GPU type ``job`` cannot run on (its per-type table says ``inf``, e.g. a
-    Gavel configuration measured at 0 steps/s), on a cluster of declared types; else none."""
+    Gavel configuration measured at 0 steps/s) or may not (the servers of other types than the
+    one its Kueue flavor holds it to, ``JobState.flavor_type``), on a cluster of declared
+    types; else none."""
     spec = job.spec
     cl = sim.cluster
-    if not spec.type_durations or not cl.typed:
+    if not cl.typed:
         return frozenset()
+    held = job.flavor_type
+    other = (
+        frozenset(s for s, srv in enumerate(cl.servers) if srv.gpu_type != held)
+        if held is not None
+        else frozenset()
+    )
+    if not spec.type_durations:
+        return other
     bad = {t for t, d in spec.type_durations if not d < float("inf")}
     if not bad:
-        return frozenset()
+        return other
     bad_cf = {t.casefold() for t in bad}
-    return frozenset(s for s, srv in enumerate(cl.servers) if srv.gpu_type.casefold() in bad_cf)
+    return other | frozenset(
+        s for s, srv in enumerate(cl.servers) if srv.gpu_type.casefold() in bad_cf
+    )
 
 
 def fastest_types(sim: Simulator, job: JobState) -> list[frozenset[int]]:
