@@ -485,7 +485,7 @@ def typed_flavors(tmp_path: Path, second: str = "k80") -> QueuesConfig:
     return load_queues(path)
 
 
-@pytest.mark.parametrize("policy", ["fifo", "sjf"])
+@pytest.mark.parametrize("policy", ["fifo", "sjf", "tiresias"])
 def test_gpu_flavors_named_after_gpu_types_hold_their_jobs_to_them(
     tmp_path: Path, policy: str
 ) -> None:
@@ -504,6 +504,56 @@ def test_gpu_flavors_named_after_gpu_types_hold_their_jobs_to_them(
             kinds.setdefault(seg.job_id, set()).add(typed.servers[int(at.split(":")[0])].gpu_type)
     assert kinds == {0: {"v100"}, 1: {"v100"}, 2: {"k80"}}
     assert [j.start for j in sorted(res.jobs, key=lambda j: j.job_id)] == [0.0, 100.0, 2.0]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_tiresias_with_typed_and_untyped_queues_keeps_every_job_on_its_flavor(
+    tmp_path: Path, seed: int
+) -> None:
+    """Random jobs in ClusterQueue `a` (flavors V100 then k80, 3 GPUs each) and `b` (3 GPUs
+    of one flavor, `any`, that names no type; 9 GPUs of quota on 8), under Tiresias with a low threshold (demotions,
+    preemptions): the run ends (the per-type budget never admits what cannot be placed: the
+    engine would refuse it) and every job of `a` runs each segment on one type."""
+    import random
+
+    from ddlsched.core.cluster_io import load_cluster
+
+    path = tmp_path / "mixed.toml"
+    path.write_text(
+        '[[resourceFlavor]]\nname = "V100"\n[[resourceFlavor]]\nname = "k80"\n'
+        '[[resourceFlavor]]\nname = "any"\n'
+        '[[clusterQueue]]\nname = "a"\ncohortName = "c"\n[[clusterQueue.resourceGroups]]\n'
+        'coveredResources = ["nvidia.com/gpu"]\nflavors = [\n'
+        '  { name = "V100", resources = [{ name = "nvidia.com/gpu", nominalQuota = 3 }] },\n'
+        '  { name = "k80", resources = [{ name = "nvidia.com/gpu", nominalQuota = 3 }] },\n]\n'
+        '[[clusterQueue]]\nname = "b"\ncohortName = "c"\n[[clusterQueue.resourceGroups]]\n'
+        'coveredResources = ["nvidia.com/gpu"]\nflavors = [\n'
+        '  { name = "any", resources = [{ name = "nvidia.com/gpu", nominalQuota = 3 }] },\n]\n'
+    )
+    typed = load_cluster("gavel-4:0:4")
+    rng = random.Random(seed)
+    specs = [
+        JobSpec(
+            i,
+            rng.uniform(0, 200),
+            rng.choice([1, 1, 2, 3]),
+            0,
+            MODEL,
+            duration=rng.uniform(10, 120),
+            queue=rng.choice("ab"),
+        )  # fmt: skip
+        for i in range(40)
+    ]
+    res = simulate(
+        typed, specs, "tiresias", queues=load_queues(path),
+        settings={"interval": 10.0, "tiresias_thresholds": str(30 / 3600)},
+    )  # fmt: skip
+    assert len(res.jobs) == 40 and sum(j.preemptions for j in res.jobs) > 0
+    queue = {s.job_id: s.queue for s in specs}
+    for seg in res.segments:
+        kinds = {typed.servers[int(at.split(":")[0])].gpu_type for at in seg.placement.split(";")}
+        if queue[seg.job_id] == "a":
+            assert len(kinds) == 1, (seg, kinds)
 
 
 def test_gpu_flavors_on_a_typed_cluster_must_each_name_a_type(tmp_path: Path) -> None:
@@ -525,8 +575,8 @@ def test_a_policy_that_does_not_place_by_flavor_is_refused_with_typed_flavors(
 
     typed = load_cluster("gavel-4:0:4")
     spec = JobSpec(0, 0.0, 1, 0, MODEL, duration=10.0, queue="a")
-    with pytest.raises(InputError, match="policy tiresias does not hold its placements"):
-        simulate(typed, [spec], "tiresias", queues=typed_flavors(tmp_path))
+    with pytest.raises(InputError, match="policy sjf-bsbf does not hold its placements"):
+        simulate(typed, [spec], "sjf-bsbf", queues=typed_flavors(tmp_path))
 
 
 def test_a_job_larger_than_its_flavors_gpu_type_is_refused(tmp_path: Path) -> None:

@@ -47,6 +47,9 @@ class Tiresias:
     #: keeps its own books of arrived jobs (``sim.jobs[:sim.arrived]``): with ``--queues``
     #: it must take evictions (``on_evicted``; docs/tenancy.md "In the engine")
     keeps_arrivals: ClassVar[bool] = True
+    #: with ``--queues`` whose GPU flavors name GPU types, admits against a budget per type
+    #: and places a job on its flavor's type (docs/tenancy.md "GPU types")
+    holds_flavor_types: ClassVar[bool] = True
     thresholds: tuple[float, ...] = (ARTIFACT_THRESHOLD,)
     interval: float | None = 60.0
     #: queue levels, each an insertion-ordered set of job ids
@@ -86,6 +89,27 @@ class Tiresias:
             self._stop_watching(jid)
             self._running.discard(jid)
         self._held.add(jid)
+
+    def _fits_types(self, sim: Simulator, jid: int, left: dict[str, int]) -> bool:
+        """Admission per GPU type (``left``: each type's GPUs not yet budgeted; taken if it
+        fits): a running job keeps the GPUs it holds, a waiting job held to a type by its
+        flavor needs that many of it, any other only the cluster's count — it is placed after
+        the typed ones, on what they leave."""
+        job = self._state[jid]
+        if jid in self._running:
+            need: dict[str, int] = {}
+            for g in job.gpus:
+                t = sim.cluster.gpu_type(g)
+                need[t] = need.get(t, 0) + 1
+        elif job.flavor_type is not None:
+            need = {job.flavor_type: job.num_gpus}
+        else:
+            return True
+        if any(left[t] < n for t, n in need.items()):
+            return False
+        for t, n in need.items():
+            left[t] -= n
+        return True
 
     def on_round(self, sim: Simulator) -> None:
         """Every round is a full call, as in the artifact, even with nobody waiting: demotions
@@ -171,8 +195,10 @@ class Tiresias:
                 heapq.heappush(heap, entry)  # looked at early: check again at the next call
         if not changed:
             return  # same queues → same admission; every admitted job already runs
-        # 3. admission against the cluster's GPU count, skipping what does not fit
-        if self._demand <= sim.cluster.num_gpus:
+        # 3. admission against the cluster's GPU count, skipping what does not fit (and,
+        # where Kueue flavors hold jobs to GPU types, against each type's GPUs)
+        typed = bool(getattr(sim.admission, "flavor_types", None))
+        if self._demand <= sim.cluster.num_gpus and not typed:
             waiting = sorted(
                 (self._queue_of[j.job_id], self._pos[j.job_id], j.job_id) for j in sim.queue
             )
@@ -183,12 +209,15 @@ class Tiresias:
             size = self._size
             order: list[int] = []
             held = self._held
+            left = dict(sim.cluster.gpu_types) if typed else {}
             for q in self._queues:
                 for jid in q:
                     if jid in held:
                         continue
                     g = size[jid]
                     if g <= free:
+                        if typed and not self._fits_types(sim, jid, left):
+                            continue
                         free -= g
                         order.append(jid)
                         if not free:
@@ -208,7 +237,10 @@ class Tiresias:
             self._since[job.job_id] = now
             self._watch(job.job_id)
         self._running = admitted_ids
-        # 4. placement of admitted jobs without GPUs (queue order): most free GPUs first
+        # 4. placement of admitted jobs without GPUs (queue order): most free GPUs first;
+        # jobs held to a GPU type before the others, which the budget lets go anywhere
+        if typed:
+            to_start.sort(key=lambda j: j.flavor_type is None)
         for job in to_start:
             # on GPU types the job can run on when possible (admission counts every GPU:
             # where only others are idle, the engine refuses the placement with a message)
