@@ -10,7 +10,8 @@ Each call (every round, and in ``events`` semantics also on arrivals and complet
    the starvation rule is off in the artifact);
 3. admission: scan queue 0 then queue 1 with the cluster's GPU count as budget; a job that fits
    the remaining budget runs, one that does not is skipped (the scan goes on: backfill) and, if it
-   held GPUs, is preempted (progress kept);
+   held GPUs, is preempted (progress kept); with ``--queues`` whose flavors hold jobs to GPU
+   types, each type's GPUs are a budget too (ddlsched's, not the artifact's: ``_fits_types``);
 4. placement: running jobs keep their GPUs; each newly admitted job repeatedly takes as many GPUs
    as it still needs from the server with the most free GPUs (lowest index on ties).
 
