@@ -507,13 +507,15 @@ def test_gpu_flavors_named_after_gpu_types_hold_their_jobs_to_them(
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_tiresias_with_typed_and_untyped_queues_keeps_every_job_on_its_flavor(
-    tmp_path: Path, seed: int
+@pytest.mark.parametrize("policy", ["tiresias", "fifo", "sjf", "sjf-ffs", "sjf-bsbf"])
+def test_typed_and_untyped_queues_keep_every_job_on_its_flavor(
+    tmp_path: Path, seed: int, policy: str
 ) -> None:
     """Random jobs in ClusterQueue `a` (flavors V100 then k80, 3 GPUs each) and `b` (3 GPUs
-    of one flavor, `any`, that names no type; 9 GPUs of quota on 8), under Tiresias with a low threshold (demotions,
-    preemptions): the run ends (the per-type budget never admits what cannot be placed: the
-    engine would refuse it) and every job of `a` runs each segment on one type."""
+    of one flavor, `any`, that names no type; 9 GPUs of quota on 8): the run ends (no policy
+    starts a job off its flavor's type, which the engine would refuse; Tiresias' per-type
+    budget never admits what it cannot place) and every job of `a` runs each segment on one
+    type. Tiresias with a low threshold, so that it demotes and preempts."""
     import random
 
     from ddlsched.core.cluster_io import load_cluster
@@ -544,16 +546,20 @@ def test_tiresias_with_typed_and_untyped_queues_keeps_every_job_on_its_flavor(
         )  # fmt: skip
         for i in range(40)
     ]
-    res = simulate(
-        typed, specs, "tiresias", queues=load_queues(path),
-        settings={"interval": 10.0, "tiresias_thresholds": str(30 / 3600)},
-    )  # fmt: skip
-    assert len(res.jobs) == 40 and sum(j.preemptions for j in res.jobs) > 0
+    tiresias = {"interval": 10.0, "tiresias_thresholds": str(30 / 3600)}
+    settings = tiresias if policy == "tiresias" else None
+    res = simulate(typed, specs, policy, queues=load_queues(path), settings=settings)
+    assert len(res.jobs) == 40
+    if policy == "tiresias":
+        assert sum(j.preemptions for j in res.jobs) > 0
     queue = {s.job_id: s.queue for s in specs}
+    typed_segments = 0
     for seg in res.segments:
         kinds = {typed.servers[int(at.split(":")[0])].gpu_type for at in seg.placement.split(";")}
         if queue[seg.job_id] == "a":
             assert len(kinds) == 1, (seg, kinds)
+            typed_segments += 1
+    assert typed_segments > 0
 
 
 def test_gpu_flavors_on_a_typed_cluster_must_each_name_a_type(tmp_path: Path) -> None:
@@ -575,8 +581,8 @@ def test_a_policy_that_does_not_place_by_flavor_is_refused_with_typed_flavors(
 
     typed = load_cluster("gavel-4:0:4")
     spec = JobSpec(0, 0.0, 1, 0, MODEL, duration=10.0, queue="a")
-    with pytest.raises(InputError, match="policy sjf-bsbf does not hold its placements"):
-        simulate(typed, [spec], "sjf-bsbf", queues=typed_flavors(tmp_path))
+    with pytest.raises(InputError, match="policy gavel-fifo does not hold its placements"):
+        simulate(typed, [spec], "gavel-fifo", queues=typed_flavors(tmp_path))
 
 
 def test_a_job_larger_than_its_flavors_gpu_type_is_refused(tmp_path: Path) -> None:

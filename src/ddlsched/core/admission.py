@@ -210,7 +210,8 @@ class KueueAdmission:
             raise InputError(
                 f"policy {sim.policy.name} does not hold its placements to a flavor's GPU type, "
                 f"and the queues' GPU flavors {', '.join(sorted(map(quote, held)))} name GPU "
-                "types of the cluster: use fifo, sjf or tiresias, or flavors that name no GPU type "
+                "types of the cluster: use fifo, sjf, tiresias, sjf-ffs or sjf-bsbf, or flavors that "
+                "name no GPU type "
                 "(docs/tenancy.md)",
                 field="queues",
             )

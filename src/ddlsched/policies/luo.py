@@ -230,6 +230,9 @@ class Sharing(_Base):
     other sharing policies from the same rules. Trace jobs never go to a GPU type they cannot
     run on (``placement.cannot_run_on``; none for application-profile jobs)."""
 
+    #: keeps a job admitted in a GPU-type flavor on that type's GPUs, free or shared
+    #: (``cannot_run_on`` filters both; ``--queues``, docs/tenancy.md "GPU types")
+    holds_flavor_types: ClassVar[bool] = True
     mode: str = "bsbf"
     ordering: Ordering | None = None
     #: at most two jobs per GPU (Luo's C = 2); the engine enforces it
