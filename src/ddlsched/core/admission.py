@@ -159,6 +159,8 @@ class KueueAdmission:
             if key not in fits:
                 alone = Workload(wl.name, cq, wl.podsets)
                 fits[key] = wl.name in decide(self.config, Snapshot(pending=(alone,))).admitted
+                if fits[key]:  # once per (queue, size), as the quota check
+                    self._check_flavor_sizes(sim, cq, spec.job_id, spec.num_gpus)
             if not fits[key]:
                 raise InputError(
                     f"job {spec.job_id} needs {spec.num_gpus} GPU(s), more than ClusterQueue "
@@ -166,17 +168,21 @@ class KueueAdmission:
                     "cohort can lend): it would wait forever",
                     field="queues",
                 )
-            rg = self.config.cluster_queues[cq].group_of(GPU)
-            for fl in rg.flavors if rg is not None else ():
-                t = self.flavor_types.get(fl)
-                if t is not None and spec.num_gpus > sim.cluster.gpu_types[t]:
-                    raise InputError(
-                        f"job {spec.job_id} needs {spec.num_gpus} GPU(s); ClusterQueue "
-                        f"{quote(cq)} may admit it in flavor {quote(fl)}, which holds it to "
-                        f"GPU type {t}, of which the cluster has "
-                        f"{sim.cluster.gpu_types[t]}: it could wait forever",
-                        field="queues",
-                    )
+
+    def _check_flavor_sizes(self, sim: Simulator, cq: str, job_id: int, gpus: int) -> None:
+        """``InputError`` if ``cq`` may admit a job of ``gpus`` GPUs in a flavor that holds it
+        to a GPU type with fewer GPUs (it could wait forever)."""
+        rg = self.config.cluster_queues[cq].group_of(GPU)
+        for fl in rg.flavors if rg is not None else ():
+            t = self.flavor_types.get(fl)
+            if t is not None and gpus > sim.cluster.gpu_types[t]:
+                raise InputError(
+                    f"job {job_id} needs {gpus} GPU(s); ClusterQueue "
+                    f"{quote(cq)} may admit it in flavor {quote(fl)}, which holds it to "
+                    f"GPU type {t}, of which the cluster has "
+                    f"{sim.cluster.gpu_types[t]}: it could wait forever",
+                    field="queues",
+                )
 
     def _flavor_types(self, sim: Simulator) -> dict[str, str]:
         """GPU flavor → the GPU type it holds its jobs to, on a cluster of several declared
@@ -210,9 +216,8 @@ class KueueAdmission:
             raise InputError(
                 f"policy {sim.policy.name} does not hold its placements to a flavor's GPU type, "
                 f"and the queues' GPU flavors {', '.join(sorted(map(quote, held)))} name GPU "
-                "types of the cluster: use fifo, sjf, tiresias, sjf-ffs or sjf-bsbf, or flavors that "
-                "name no GPU type "
-                "(docs/tenancy.md)",
+                "types of the cluster: use fifo, sjf, tiresias, sjf-ffs or sjf-bsbf, or "
+                "flavors that name no GPU type (docs/tenancy.md)",
                 field="queues",
             )
         return held

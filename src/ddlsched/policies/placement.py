@@ -31,24 +31,17 @@ def cannot_run_on(sim: Simulator, job: JobState) -> frozenset[int]:
     Gavel configuration measured at 0 steps/s) or may not (the servers of other types than the
     one its Kueue flavor holds it to, ``JobState.flavor_type``), on a cluster of declared
     types; else none."""
-    spec = job.spec
     cl = sim.cluster
     if not cl.typed:
         return frozenset()
     held = job.flavor_type
-    other = (
-        frozenset(s for s, srv in enumerate(cl.servers) if srv.gpu_type != held)
-        if held is not None
-        else frozenset()
-    )
-    if not spec.type_durations:
-        return other
-    bad = {t for t, d in spec.type_durations if not d < float("inf")}
-    if not bad:
-        return other
-    bad_cf = {t.casefold() for t in bad}
-    return other | frozenset(
-        s for s, srv in enumerate(cl.servers) if srv.gpu_type.casefold() in bad_cf
+    bad = {t.casefold() for t, d in job.spec.type_durations or () if not d < float("inf")}
+    if not bad and held is None:
+        return frozenset()
+    return frozenset(
+        s
+        for s, srv in enumerate(cl.servers)
+        if srv.gpu_type.casefold() in bad or (held is not None and srv.gpu_type != held)
     )
 
 
