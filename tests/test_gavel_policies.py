@@ -196,6 +196,15 @@ def test_every_policy_finishes_every_job_on_a_small_mix(policy: str) -> None:
         assert len({cl.servers[v].gpu_type for v in servers}) == 1
 
 
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+def test_an_arrival_with_more_decimals_than_the_clock(policy: str) -> None:
+    """The engine's clock keeps 9 decimals; an arrival at 3.241805332137959 s is seen at
+    3.241805332 s, a hair before it. Finish-time fairness took time since arrival < 0 as an
+    error (ValueError, before 2026-12-07); every policy runs the job from then."""
+    res = run("gavel-1:0:1", [job(0, 50, 150, 3.241805332137959)], policy)
+    assert res.jobs[0].finish == pytest.approx(53.241805332, abs=1e-6)
+
+
 # ---------------------------------------------------------------------- a real Gavel trace
 def _trace() -> Path:
     traces = sorted((GAVEL / "msr-seed0").glob("*.trace")) if GAVEL.is_dir() else []

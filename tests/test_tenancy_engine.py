@@ -506,8 +506,135 @@ def test_gpu_flavors_named_after_gpu_types_hold_their_jobs_to_them(
     assert [j.start for j in sorted(res.jobs, key=lambda j: j.job_id)] == [0.0, 100.0, 2.0]
 
 
+#: ClusterQueue `a` (flavors V100 then k80, 3 GPUs each) and `b` (3 GPUs of one flavor,
+#: `any`), one cohort: 9 GPUs of quota on an 8-GPU cluster
+QUEUES_9_ON_8 = (
+    '[[resourceFlavor]]\nname = "V100"\n[[resourceFlavor]]\nname = "k80"\n'
+    '[[resourceFlavor]]\nname = "any"\n'
+    '[[clusterQueue]]\nname = "a"\ncohortName = "c"\n[[clusterQueue.resourceGroups]]\n'
+    'coveredResources = ["nvidia.com/gpu"]\nflavors = [\n'
+    '  { name = "V100", resources = [{ name = "nvidia.com/gpu", nominalQuota = 3 }] },\n'
+    '  { name = "k80", resources = [{ name = "nvidia.com/gpu", nominalQuota = 3 }] },\n]\n'
+    '[[clusterQueue]]\nname = "b"\ncohortName = "c"\n[[clusterQueue.resourceGroups]]\n'
+    'coveredResources = ["nvidia.com/gpu"]\nflavors = [\n'
+    '  { name = "any", resources = [{ name = "nvidia.com/gpu", nominalQuota = 3 }] },\n]\n'
+)
+
+
+def queues_from(text: str) -> QueuesConfig:
+    """``text`` (a queues manifest in TOML) loaded as ``--queues FILE`` loads it."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "queues.toml"
+        path.write_text(text)
+        return load_queues(path)
+
+
+def _types_of(cluster: Cluster, res) -> dict[int, set[str]]:  # type: ignore[no-untyped-def]
+    """job id → the GPU types its segments ran on (placements "server:slot;…")."""
+    kinds: dict[int, set[str]] = {}
+    for seg in res.segments:
+        for at in seg.placement.split(";"):
+            kinds.setdefault(seg.job_id, set()).add(cluster.servers[int(at.split(":")[0])].gpu_type)
+    return kinds
+
+
+@pytest.mark.parametrize(
+    "policy",
+    ["gavel-fifo", "gavel-fifo-perf", "max-min-fairness", "max-min-fairness-perf",
+     "finish-time-fairness-perf", "min-total-duration-perf"],
+)  # fmt: skip
+def test_gavel_policies_keep_each_job_to_its_flavors_type(tmp_path: Path, policy: str) -> None:
+    """As above with Gavel's mechanism: job 0 and job 1 are admitted in V100, job 2 in k80.
+    The v100s are faster, and the LP would give some of their time to job 2 and some of the
+    k80s' to job 1 (the engine refuses such a start); with the flavors' types each job runs
+    only on its own, and all three finish."""
+    from ddlsched.core.cluster_io import load_cluster
+
+    typed = load_cluster("gavel-4:0:4")
+    specs = [JobSpec(i, float(i), 4, 0, MODEL, duration=1000.0, queue="a") for i in range(3)]
+    res = simulate(typed, specs, policy, queues=typed_flavors(tmp_path))
+    assert _types_of(typed, res) == {0: {"v100"}, 1: {"v100"}, 2: {"k80"}}
+    assert all(j.finish > j.start for j in res.jobs)
+
+
+RECLAIM = (
+    '[[resourceFlavor]]\nname = "V100"\n[[resourceFlavor]]\nname = "k80"\n'
+    '[[clusterQueue]]\nname = "a"\ncohortName = "c"\n[[clusterQueue.resourceGroups]]\n'
+    'coveredResources = ["nvidia.com/gpu"]\nflavors = [\n'
+    '  { name = "V100", resources = [{ name = "nvidia.com/gpu", nominalQuota = 0 }] },\n'
+    '  { name = "k80", resources = [{ name = "nvidia.com/gpu", nominalQuota = 4 }] },\n]\n'
+    '[[clusterQueue]]\nname = "b"\ncohortName = "c"\n'
+    'preemption = { reclaimWithinCohort = "Any" }\n[[clusterQueue.resourceGroups]]\n'
+    'coveredResources = ["nvidia.com/gpu"]\nflavors = [\n'
+    '  { name = "V100", resources = [{ name = "nvidia.com/gpu", nominalQuota = 4 }] },\n]\n'
+)
+RECLAIM_JOBS = [
+    JobSpec(0, 0.0, 4, 0, MODEL, duration=1000.0, queue="a"),
+    JobSpec(1, 10.0, 4, 0, MODEL, duration=100.0, queue="b"),
+]
+
+
+def _placements(cluster: Cluster, res) -> dict[int, list[tuple[float, str]]]:  # type: ignore[no-untyped-def]
+    """job id → (start, GPU type) of each of its segments."""
+    out: dict[int, list[tuple[float, str]]] = {}
+    for seg in res.segments:
+        server = int(seg.placement.split(";")[0].split(":")[0])
+        out.setdefault(seg.job_id, []).append((seg.start, cluster.servers[server].gpu_type))
+    return out
+
+
+@pytest.mark.parametrize("incremental", [True, False])
+def test_a_job_reclaimed_and_readmitted_in_another_flavor_moves_to_its_type(
+    tmp_path: Path, monkeypatch, incremental: bool
+) -> None:
+    """Job 0 of ClusterQueue `a` borrows `b`'s V100 quota (V100 is `a`'s first flavor) and
+    runs on the v100s. Job 1 of `b` reclaims it at 10 s, and in the same run of cycles Kueue
+    admits job 0 again in `a`'s next flavor, k80: job 0 stops and starts on the k80s at 10 s,
+    job 1 starts on the v100s, and the quota is kept per flavor (V100 is not counted twice).
+    Both the incremental layer and decide() on whole snapshots. (Before 2026-12-07 the
+    engine kept job 0's old flavor: job 0 ran on, and job 1 waited for it, admitted.)"""
+    from functools import partialmethod
+
+    from ddlsched.core import admission
+    from ddlsched.core.cluster_io import load_cluster
+
+    path = tmp_path / "reclaim.toml"
+    path.write_text(RECLAIM)
+    typed = load_cluster("gavel-4:0:4")
+    init = partialmethod(admission.KueueAdmission.__init__, incremental=incremental)
+    monkeypatch.setattr(admission.KueueAdmission, "__init__", init)
+    res = simulate(typed, RECLAIM_JOBS, "fifo", queues=load_queues(path))
+    assert _placements(typed, res) == {0: [(0.0, "v100"), (10.0, "k80")], 1: [(10.0, "v100")]}
+    queues = res.summary["queues"]
+    assert queues["a"]["preemptions"]["InCohortReclamation"] == 1
+    assert queues["b"]["avg_queueing"] == 0.0
+    # b's V100 GPU-hours admitted: 4 GPUs from 10 s to 110 s, not also a's job from 0 to 10 s
+    assert queues["b"]["gpu_hours_admitted"] == pytest.approx(4 * 100 / 3600)
+
+
+def test_gavel_takes_a_readmitted_job_to_its_new_flavors_type(tmp_path: Path) -> None:
+    """The reclaim above under a Gavel policy: job 0's throughputs are set anew at its
+    admission in k80 (0 on v100), so the mechanism places it on the k80s and it finishes."""
+    from ddlsched.core.cluster_io import load_cluster
+
+    path = tmp_path / "reclaim.toml"
+    path.write_text(RECLAIM)
+    typed = load_cluster("gavel-4:0:4")
+    res = simulate(typed, RECLAIM_JOBS, "max-min-fairness-perf", queues=load_queues(path))
+    placed = _placements(typed, res)
+    assert placed[0][0] == (0.0, "v100") and {t for _, t in placed[0][1:]} == {"k80"}, placed
+    assert {t for _, t in placed[1]} == {"v100"}
+    assert all(j.finish > j.start for j in res.jobs)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("policy", ["tiresias", "fifo", "sjf", "sjf-ffs", "sjf-bsbf"])
+@pytest.mark.parametrize(
+    "policy",
+    ["tiresias", "fifo", "sjf", "sjf-ffs", "sjf-bsbf", "gavel-fifo", "max-min-fairness-perf",
+     "finish-time-fairness"],
+)  # fmt: skip
 def test_typed_and_untyped_queues_keep_every_job_on_its_flavor(
     tmp_path: Path, seed: int, policy: str
 ) -> None:
@@ -520,18 +647,6 @@ def test_typed_and_untyped_queues_keep_every_job_on_its_flavor(
 
     from ddlsched.core.cluster_io import load_cluster
 
-    path = tmp_path / "mixed.toml"
-    path.write_text(
-        '[[resourceFlavor]]\nname = "V100"\n[[resourceFlavor]]\nname = "k80"\n'
-        '[[resourceFlavor]]\nname = "any"\n'
-        '[[clusterQueue]]\nname = "a"\ncohortName = "c"\n[[clusterQueue.resourceGroups]]\n'
-        'coveredResources = ["nvidia.com/gpu"]\nflavors = [\n'
-        '  { name = "V100", resources = [{ name = "nvidia.com/gpu", nominalQuota = 3 }] },\n'
-        '  { name = "k80", resources = [{ name = "nvidia.com/gpu", nominalQuota = 3 }] },\n]\n'
-        '[[clusterQueue]]\nname = "b"\ncohortName = "c"\n[[clusterQueue.resourceGroups]]\n'
-        'coveredResources = ["nvidia.com/gpu"]\nflavors = [\n'
-        '  { name = "any", resources = [{ name = "nvidia.com/gpu", nominalQuota = 3 }] },\n]\n'
-    )
     typed = load_cluster("gavel-4:0:4")
     rng = random.Random(seed)
     specs = [
@@ -548,7 +663,7 @@ def test_typed_and_untyped_queues_keep_every_job_on_its_flavor(
     ]
     tiresias = {"interval": 10.0, "tiresias_thresholds": str(30 / 3600)}
     settings = tiresias if policy == "tiresias" else None
-    res = simulate(typed, specs, policy, queues=load_queues(path), settings=settings)
+    res = simulate(typed, specs, policy, queues=queues_from(QUEUES_9_ON_8), settings=settings)
     assert len(res.jobs) == 40
     if policy == "tiresias":
         assert sum(j.preemptions for j in res.jobs) > 0
@@ -560,6 +675,36 @@ def test_typed_and_untyped_queues_keep_every_job_on_its_flavor(
             assert len(kinds) == 1, (seg, kinds)
             typed_segments += 1
     assert typed_segments > 0
+
+
+@pytest.mark.parametrize(
+    "policy",
+    ["gavel-fifo", "gavel-fifo-perf", "max-min-fairness", "max-min-fairness-perf",
+     "finish-time-fairness", "finish-time-fairness-perf", "min-total-duration-perf"],
+)  # fmt: skip
+def test_gavel_takes_in_a_job_admitted_after_its_decision(policy: str) -> None:
+    """Kueue may admit a job in a later pass of an instant whose decision Gavel has made
+    (quota freed by a completion there). Before 2026-12-07 Gavel waited for its next
+    decision to take it in, and with nothing running none came: the run ended with jobs
+    admitted and never started (gavel-fifo here: 3 of 40). 40 jobs of 1–3 GPUs on 8 GPUs
+    of one type, queues `a` (two flavors, quota accounting only) and `b`."""
+    import random
+
+    rng = random.Random(0)
+    specs = [
+        JobSpec(
+            i,
+            rng.uniform(0, 200),
+            rng.choice([1, 1, 2, 3]),
+            0,
+            MODEL,
+            duration=rng.uniform(10, 120),
+            queue=rng.choice("ab"),
+        )  # fmt: skip
+        for i in range(40)
+    ]
+    res = simulate(Cluster.homogeneous(2, 4), specs, policy, queues=queues_from(QUEUES_9_ON_8))
+    assert len(res.jobs) == 40 and all(j.finish > j.start >= j.arrival - 1e-9 for j in res.jobs)
 
 
 def test_gpu_flavors_on_a_typed_cluster_must_each_name_a_type(tmp_path: Path) -> None:
@@ -581,8 +726,41 @@ def test_a_policy_that_does_not_place_by_flavor_is_refused_with_typed_flavors(
 
     typed = load_cluster("gavel-4:0:4")
     spec = JobSpec(0, 0.0, 1, 0, MODEL, duration=10.0, queue="a")
-    with pytest.raises(InputError, match="policy gavel-fifo does not hold its placements"):
-        simulate(typed, [spec], "gavel-fifo", queues=typed_flavors(tmp_path))
+
+    class AnyGpus:
+        """Starts every waiting job on the lowest-numbered idle GPUs, of any type."""
+
+        name = "any-gpus"
+
+        def attach(self, sim) -> None:  # type: ignore[no-untyped-def]
+            pass
+
+        def schedule(self, sim) -> None:  # type: ignore[no-untyped-def]
+            for job in list(sim.queue):
+                sim.start(job, sorted(sim.idle)[: job.num_gpus])
+
+    with pytest.raises(InputError, match="policy any-gpus does not hold its placements"):
+        simulate(typed, [spec], AnyGpus(), queues=typed_flavors(tmp_path))  # type: ignore[arg-type]
+
+
+def test_a_job_whose_table_rules_out_its_flavors_type_is_refused(tmp_path: Path) -> None:
+    """A Gavel-style job measured at 0 steps/s on k80 (``inf``), or with no k80 entry, in a
+    ClusterQueue that may admit it in flavor k80: it could wait forever."""
+    from dataclasses import replace
+
+    from ddlsched.core.cluster_io import load_cluster
+
+    typed = load_cluster("gavel-4:0:4")
+    base = JobSpec(0, 0.0, 1, 0, MODEL, duration=10.0, queue="a")
+    for table, words in (
+        ((("v100", 10.0), ("k80", float("inf"))), "mark it inf"),
+        ((("v100", 10.0),), "have no entry for it"),
+    ):
+        spec = replace(base, type_durations=table)
+        with pytest.raises(InputError, match=f"job 0 cannot run on GPU type k80 .*{words}.*'k80'"):
+            simulate(typed, [spec], "fifo", queues=typed_flavors(tmp_path))
+    ok = replace(base, type_durations=(("v100", 10.0), ("k80", 30.0)))
+    assert simulate(typed, [ok], "fifo", queues=typed_flavors(tmp_path)).jobs[0].finish == 10.0
 
 
 def test_a_job_larger_than_its_flavors_gpu_type_is_refused(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, JobFieldError, quote, suggest
-from ..tenancy import QueuesConfig, Snapshot, Workload, decide
+from ..tenancy import Decision, QueuesConfig, Snapshot, Workload, decide
 from ..tenancy.cycle import Session
 from ..tenancy.model import (
     IN_CLUSTER_QUEUE,
@@ -30,6 +30,7 @@ from ..tenancy.model import (
 from .state import DONE, JobState
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .job import JobSpec
     from .simulator import Simulator
 
 #: the resource a job's pods request, one each (Kubernetes' device-plugin name)
@@ -161,6 +162,8 @@ class KueueAdmission:
                 fits[key] = wl.name in decide(self.config, Snapshot(pending=(alone,))).admitted
                 if fits[key]:  # once per (queue, size), as the quota check
                     self._check_flavor_sizes(sim, cq, spec.job_id, spec.num_gpus)
+            if self.flavor_types and spec.type_durations:
+                self._check_flavor_tables(cq, spec)
             if not fits[key]:
                 raise InputError(
                     f"job {spec.job_id} needs {spec.num_gpus} GPU(s), more than ClusterQueue "
@@ -181,6 +184,25 @@ class KueueAdmission:
                     f"{quote(cq)} may admit it in flavor {quote(fl)}, which holds it to "
                     f"GPU type {t}, of which the cluster has "
                     f"{sim.cluster.gpu_types[t]}: it could wait forever",
+                    field="queues",
+                )
+
+    def _check_flavor_tables(self, cq: str, spec: JobSpec) -> None:
+        """``InputError`` if ``cq`` may admit ``spec`` in a flavor that holds it to a GPU type
+        its per-type table does not let it run on (no entry, or ``inf``): it could wait
+        forever."""
+        rg = self.config.cluster_queues[cq].group_of(GPU)
+        for fl in rg.flavors if rg is not None else ():
+            t = self.flavor_types.get(fl)
+            if t is None:
+                continue
+            d = spec.duration_on(t)
+            if d is None or not d < float("inf"):
+                raise InputError(
+                    f"job {spec.job_id} cannot run on GPU type {t} (its per-type durations "
+                    f"{'mark it inf' if d is not None else 'have no entry for it'}); "
+                    f"ClusterQueue {quote(cq)} may admit it in flavor {quote(fl)}, which "
+                    "holds it to that type: it could wait forever",
                     field="queues",
                 )
 
@@ -216,8 +238,8 @@ class KueueAdmission:
             raise InputError(
                 f"policy {sim.policy.name} does not hold its placements to a flavor's GPU type, "
                 f"and the queues' GPU flavors {', '.join(sorted(map(quote, held)))} name GPU "
-                "types of the cluster: use fifo, sjf, tiresias, sjf-ffs or sjf-bsbf, or "
-                "flavors that name no GPU type (docs/tenancy.md)",
+                "types of the cluster: use fifo, sjf, tiresias, sjf-ffs, sjf-bsbf or one of "
+                "Gavel's policies, or flavors that name no GPU type (docs/tenancy.md)",
                 field="queues",
             )
         return held
@@ -283,16 +305,18 @@ class KueueAdmission:
             for jid in (int(name[4:]) for name in decision.preempted)
             if jid in admitted and _name(jid) not in session.sched.admitted
         )
-        for jid in evicted:
+        moved = self._moved(decision)
+        for jid in evicted + moved:
             job, wl = admitted.pop(jid)
-            reason = decision.preempted[wl.name]
+            reason = decision.preempted.get(wl.name, IN_CLUSTER_QUEUE)
             per = self.evictions.setdefault(wl.queue, {})
             per[reason] = per.get(reason, 0) + 1
             if sim.running.get(jid) is job:
                 self.evicted_running[jid] = self.evicted_running.get(jid, 0) + 1
             self._use(wl, -1)
-            session.remove_pending(workloads[jid])  # as a snapshot's pending workload
-            session.add_pending(workloads[jid])
+            if jid not in moved:  # back as a snapshot's pending workload
+                session.remove_pending(workloads[jid])
+                session.add_pending(workloads[jid])
             self._evict(sim, job, reason)
             self.seq[jid] = self.next_seq
             self.next_seq += 1
@@ -318,6 +342,19 @@ class KueueAdmission:
             session.set_admitted(admitted[int(name[4:])][1])
         sim.admit(new)
 
+    def _moved(self, decision: Decision) -> list[int]:
+        """Admitted jobs that one run of cycles preempted and admitted again in another
+        flavor: Kueue evicts such a workload and admits it anew, so it stops and starts again
+        in its new flavor (one preempted and re-admitted in the same flavor runs on, as if
+        never stopped)."""
+        admitted = self.admitted
+        return sorted(
+            jid
+            for name, podsets in decision.admitted.items()
+            if (jid := int(name[4:])) in admitted
+            and podsets["main"][GPU] != admitted[jid][1].podsets[0].flavors[GPU]
+        )
+
     def _evict(self, sim: Simulator, job: JobState, reason: str) -> None:
         """Take ``job``'s admission back for Kueue's ``reason`` (a hook: the service records
         the reason with the preemption)."""
@@ -337,7 +374,9 @@ class KueueAdmission:
             )
             decision = decide(self.config, snapshot, until_stable=True)
             pending = set(decision.pending)
-            for jid in sorted(jid for jid, (_, wl) in admitted.items() if wl.name in pending):
+            moved = self._moved(decision)
+            out = sorted(jid for jid, (_, wl) in admitted.items() if wl.name in pending)
+            for jid in out + moved:
                 job, wl = admitted.pop(jid)
                 reason = decision.preempted.get(wl.name, IN_CLUSTER_QUEUE)
                 per = self.evictions.setdefault(wl.queue, {})
@@ -346,6 +385,7 @@ class KueueAdmission:
                     self.evicted_running[jid] = self.evicted_running.get(jid, 0) + 1
                 self._evict(sim, job, reason)
             new = [j for j in held if self.workloads[j.job_id].name not in pending]
+            new += [self.by_id[jid] for jid in moved]
             for job in new:
                 wl = self.workloads[job.job_id]
                 flavors = decision.admitted[wl.name]["main"]

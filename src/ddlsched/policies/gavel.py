@@ -238,6 +238,9 @@ class GavelPolicy:
     #: keeps its own books of arrived jobs (``sim.jobs[:sim.arrived]``): with ``--queues``
     #: it must take evictions (``on_evicted``; docs/tenancy.md "In the engine")
     keeps_arrivals: ClassVar[bool] = True
+    #: a job a Kueue flavor holds to a GPU type (``JobState.flavor_type``) gets throughput 0
+    #: on every other type (``_add``), so neither the LP nor the mechanism puts it there
+    holds_flavor_types: ClassVar[bool] = True
     name: str
     allocation: str  # one of ALLOCATIONS
     perf: bool  # heterogeneity-aware ("_Perf" in Gavel)
@@ -285,7 +288,9 @@ class GavelPolicy:
         self._K = K
         self._half = self.round_length / 2.0
         self._times: JobTimes = sim.estimates(JobTimes)
-        # per job: throughput per column (jobs/s), duration, GPUs
+        # per job: throughput per column (jobs/s); ``_rows`` keeps every type's, ``_thr``
+        # the ones its flavor allows (``_add``)
+        self._rows: dict[int, list[float]] = {}
         self._thr: dict[int, list[float]] = {}
         self._state: dict[int, JobState] = {}
         for job in sim.jobs:
@@ -335,7 +340,7 @@ class GavelPolicy:
                 "GPUs of one type",
                 field="workload",
             )
-        self._thr[job.job_id] = row
+        self._rows[job.job_id] = self._thr[job.job_id] = row
         self._state[job.job_id] = job
 
     # ------------------------------------------------------------------ engine hooks
@@ -344,10 +349,18 @@ class GavelPolicy:
         round is in progress (an arrival into an idle cluster) or if every job of the round
         has finished (the round ends with its last micro-task); otherwise the round's end
         decides."""
-        if sim.now == self._decided_at:
+        if sim.now == self._decided_at and not self._joined_since(sim):
             return
         if not self._in_round or all(self._state[j].status == DONE for j in self._round):
             self._decide(sim)
+
+    def _joined_since(self, sim: Simulator) -> bool:
+        """Whether jobs joined after this instant's decision: with ``--queues``, Kueue may
+        admit a job (or admit an evicted one again) in a later pass of the same instant, and
+        with no round under way nothing else would ever take it in."""
+        return sim.arrived > self._seen or any(
+            self._state[j].status == QUEUED for j in self._evicted
+        )
 
     def on_evicted(self, sim: Simulator, job: JobState) -> None:
         """The quota layer took ``job``'s admission back (``--queues``): it leaves the
@@ -379,7 +392,15 @@ class GavelPolicy:
             self._evicted.discard(jid)
 
     def _add(self, job: JobState) -> None:
+        """``add_job``; a job whose Kueue flavor holds it to a GPU type (``--queues``) runs
+        only there: its other columns' throughputs are 0 (as Gavel's for a type a job cannot
+        run on), set anew at each admission, since Kueue may re-admit it in another flavor."""
         jid = job.job_id
+        row = self._rows[jid]
+        held = job.flavor_type
+        if held is not None:
+            row = [x if t == held else 0.0 for x, t in zip(row, self._types, strict=True)]
+        self._thr[jid] = row
         self._active[jid] = job
         self._job_time[jid] = [self._half] * self._K
         self._deficit[jid] = [0.0] * self._K
@@ -634,7 +655,8 @@ class GavelPolicy:
                     if j in self._prev_left:
                         c += (self._prev_left[j] - left[i]) / self._prev_iso[j]
                     self._cum_iso[j] = cum[i] = c
-                since = np.array([sim.now - self._active[j].arrival for j in ids])
+                # the clock keeps TIME_DIGITS decimals; an arrival may have more
+                since = np.array([max(0.0, sim.now - self._active[j].arrival) for j in ids])
                 X = gavel_lp.finish_time_fairness_perf(T, scale, counts, left, since, cum)
                 self._prev_left = dict(zip(ids, left.tolist(), strict=True))
                 self._prev_iso = dict(zip(ids, iso.tolist(), strict=True))
@@ -681,9 +703,10 @@ class GavelPolicy:
         while queue and types:
             j = queue.pop(0)
             s = sf[j]
+            held = self._active[j].flavor_type  # its Kueue flavor's type only (``_add``)
             fits, where = [], []
             for i, k in enumerate(types):
-                if available[k] >= s:
+                if available[k] >= s and (held is None or names[k] == held):
                     fits.append(k)
                     where.append(i)
             if not fits:
@@ -691,7 +714,7 @@ class GavelPolicy:
             if not self.perf:
                 idx = self._fifo_rng.randrange(len(fits))
                 # Gavel uses the scan's last ``worker_type`` (quirk) instead of fits[idx]
-                k = types[-1] if self.fifo_quirk else fits[idx]
+                k = types[-1] if self.fifo_quirk and held is None else fits[idx]
             else:
                 k, idx, best = -1, -1, -1.0
                 for i, x in enumerate(fits):
