@@ -353,3 +353,47 @@ def test_small_ilps_are_solved_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sia_mod, "PRUNE_FROM", cost.size)
     solve_ilp(cost, gpus, type_of, capacity, 1.1, [])
     assert seen == [cost.size]
+
+
+def test_typed_flavors_hold_sia_to_each_jobs_type(tmp_path) -> None:
+    """``--queues`` on sia-64: ClusterQueue `slow` offers only flavor `aws` (the T4-class
+    type), `fast` only `dgx-ext` (A100s, the type Sia's goodputs favour). Sia's ILP gives
+    each job configurations of its flavor's type only, so `slow`'s jobs never reach the
+    A100s (the engine would refuse that start) and every job finishes on its type."""
+    from ddlsched.tenancy import load_queues
+
+    root = write_sia_profiles(tmp_path / "t", apps=("alpha", "beta"), epoch_progress=2e4)
+    gpu = '"nvidia.com/gpu"'
+    path = tmp_path / "q.toml"
+    path.write_text(
+        "".join(f'[[resourceFlavor]]\nname = "{f}"\n' for f in ("aws", "dgx-ext"))
+        + "".join(
+            f'[[clusterQueue]]\nname = "{q}"\n[[clusterQueue.resourceGroups]]\n'
+            f"coveredResources = [{gpu}]\nflavors = [\n"
+            f'  {{ name = "{f}", resources = [{{ name = {gpu}, nominalQuota = 16 }}] }},\n]\n'
+            for q, f in (("slow", "aws"), ("fast", "dgx-ext"))
+        )
+    )
+    jobs = [
+        JobSpec(
+            i,
+            20.0 * i,
+            g,
+            0,
+            MODEL,
+            application=("alpha", "beta")[i % 2],
+            batch_size=b,
+            queue=("slow", "fast")[(i // 2) % 2],
+        )  # fmt: skip
+        for i, (g, b) in enumerate([(1, 32), (2, 64), (4, 128), (2, 64)] * 3)
+    ]
+    cl = load_cluster("sia-64")
+    settings = {"profiles": str(root), "calibration": "sia"}
+    res = simulate(cl, jobs, "sia", settings=settings, queues=load_queues(path))
+    assert len(res.jobs) == len(jobs) and all(j.finish > j.start for j in res.jobs)
+    ran: dict[int, set[str]] = {}
+    for seg in res.segments:
+        for at in seg.placement.split(";"):
+            ran.setdefault(seg.job_id, set()).add(cl.servers[int(at.split(":")[0])].gpu_type)
+    want = {"slow": {"aws"}, "fast": {"dgx-ext"}}
+    assert {j.job_id: ran[j.job_id] for j in jobs} == {j.job_id: want[j.queue] for j in jobs}

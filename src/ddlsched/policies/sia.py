@@ -50,7 +50,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -422,6 +422,9 @@ class Sia:
     #: a list to append every round's ``SiaProblem`` to
     record: list[SiaProblem] | None = None
     elastic = True
+    #: a job a Kueue flavor holds to a GPU type (``JobState.flavor_type``, ``--queues``) gets
+    #: only that type's configurations (``on_round``)
+    holds_flavor_types: ClassVar[bool] = True
     _fits: dict[int, dict[str, JobGoodput]] = field(default_factory=dict, init=False, repr=False)
     _grad: dict[int, tuple[float, float]] = field(default_factory=dict, init=False, repr=False)
     _prev: dict[int, int] = field(default_factory=dict, init=False, repr=False)
@@ -645,6 +648,9 @@ class Sia:
             goodput[i, prev] = keep
             if j.job_id in sim.running and self._restore_until.get(j.job_id, -1.0) > now + 1e-9:
                 fixed.append((i, prev))
+        for i, j in enumerate(jobs):
+            if j.flavor_type is not None:  # no gain elsewhere: the ILP never picks it there
+                goodput[i, self.cfg_type != self.types.index(j.flavor_type)] = ZERO_ALLOC_GAIN
         with np.errstate(divide="ignore"):
             cost = np.minimum(np.round(np.power(goodput, self.p), 2), CLIP)
         t0 = time.perf_counter()
