@@ -440,3 +440,44 @@ def test_why_says_whether_a_job_waits_for_gpus_or_for_the_policy() -> None:
     assert lines[0] == head and lines[1].startswith(
         "3 of 8 GPUs free now, it asks 2: the policy tiresias has not started it (its order"
     )
+
+
+TYPED = """\
+[[resourceFlavor]]
+name = "V100"
+[[resourceFlavor]]
+name = "k80"
+
+[[clusterQueue]]
+name = "cq-t"
+[[clusterQueue.resourceGroups]]
+coveredResources = ["nvidia.com/gpu"]
+flavors = [
+  { name = "V100", resources = [{ name = "nvidia.com/gpu", nominalQuota = 2 }] },
+  { name = "k80", resources = [{ name = "nvidia.com/gpu", nominalQuota = 2 }] },
+]
+
+[[localQueue]]
+name = "team-t"
+clusterQueue = "cq-t"
+"""
+
+
+def test_serve_holds_a_typed_flavors_jobs_to_its_gpu_type(home) -> None:  # noqa: F811
+    """`serve --queues` on gavel-4:0:4 (GPUs 0-3 V100, 4-7 K80, one per server): the first
+    2-GPU job is admitted in flavor V100 and the second, V100's quota used, in k80. fifo
+    would put the second on GPUs 2-3 (the lowest free); its flavor holds it to the K80s."""
+    path, tag, _ = home
+    q = path / "typed.toml"
+    q.write_text(TYPED)
+    svc = serve(home, "--cluster", "gavel-4:0:4", "--queues", str(q))
+    ids = svc.submit(*[job(tag, steps=400, queue="team-t") for _ in range(2)])
+    for i in ids:
+        _wait_state(svc, i, "running")
+    jobs = svc.jobs()
+    assert set(jobs[ids[0]]["gpus_held"]) <= {0, 1, 2, 3}, jobs[ids[0]]
+    assert set(jobs[ids[1]]["gpus_held"]) <= {4, 5, 6, 7}, jobs[ids[1]]
+    for i in ids:
+        assert svc.call("DELETE", f"/jobs/{i}")[0] == 200
+    svc.wait_ended(ids)
+    assert svc.drain() == 0
