@@ -355,11 +355,14 @@ def test_small_ilps_are_solved_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     assert seen == [cost.size]
 
 
-def test_typed_flavors_hold_sia_to_each_jobs_type(tmp_path) -> None:
+@pytest.mark.parametrize("policy", ["sia", "gavel-tunedjobs"])
+def test_typed_flavors_hold_sia_to_each_jobs_type(tmp_path, policy: str) -> None:
     """``--queues`` on sia-64: ClusterQueue `slow` offers only flavor `aws` (the T4-class
-    type), `fast` only `dgx-ext` (A100s, the type Sia's goodputs favour). Sia's ILP gives
-    each job configurations of its flavor's type only, so `slow`'s jobs never reach the
-    A100s (the engine would refuse that start) and every job finishes on its type."""
+    type), `fast` only `dgx-ext` (A100s, the type both policies favour). Sia's ILP and
+    Gavel's LP and greedy pass give each job its flavor's type only: each type is asked for
+    more GPUs than it has, and a waiting job never takes the other type's free GPUs (the
+    engine would refuse that start); every job finishes on its type. (gavel-tunedjobs with
+    throughput 0 alone still put job 0 on a dgx-ext: a priority of 0 is still a turn.)"""
     from ddlsched.tenancy import load_queues
 
     root = write_sia_profiles(tmp_path / "t", apps=("alpha", "beta"), epoch_progress=2e4)
@@ -370,7 +373,7 @@ def test_typed_flavors_hold_sia_to_each_jobs_type(tmp_path) -> None:
         + "".join(
             f'[[clusterQueue]]\nname = "{q}"\n[[clusterQueue.resourceGroups]]\n'
             f"coveredResources = [{gpu}]\nflavors = [\n"
-            f'  {{ name = "{f}", resources = [{{ name = {gpu}, nominalQuota = 16 }}] }},\n]\n'
+            f'  {{ name = "{f}", resources = [{{ name = {gpu}, nominalQuota = 48 }}] }},\n]\n'
             for q, f in (("slow", "aws"), ("fast", "dgx-ext"))
         )
     )
@@ -385,11 +388,11 @@ def test_typed_flavors_hold_sia_to_each_jobs_type(tmp_path) -> None:
             batch_size=b,
             queue=("slow", "fast")[(i // 2) % 2],
         )  # fmt: skip
-        for i, (g, b) in enumerate([(1, 32), (2, 64), (4, 128), (2, 64)] * 3)
-    ]
+        for i, (g, b) in enumerate([(4, 128), (8, 256), (4, 128), (8, 256)] * 3)
+    ]  # 36 GPUs asked of each type (24 aws GPUs, 16 dgx-ext): jobs wait for their type
     cl = load_cluster("sia-64")
     settings = {"profiles": str(root), "calibration": "sia"}
-    res = simulate(cl, jobs, "sia", settings=settings, queues=load_queues(path))
+    res = simulate(cl, jobs, policy, settings=settings, queues=load_queues(path))
     assert len(res.jobs) == len(jobs) and all(j.finish > j.start for j in res.jobs)
     ran: dict[int, set[str]] = {}
     for seg in res.segments:

@@ -238,8 +238,9 @@ class KueueAdmission:
             raise InputError(
                 f"policy {sim.policy.name} does not hold its placements to a flavor's GPU type, "
                 f"and the queues' GPU flavors {', '.join(sorted(map(quote, held)))} name GPU "
-                "types of the cluster: use fifo, sjf, tiresias, sjf-ffs, sjf-bsbf, sia or one "
-                "of Gavel's policies, or flavors that name no GPU type (docs/tenancy.md)",
+                "types of the cluster: use fifo, sjf, tiresias, sjf-ffs, sjf-bsbf, sia, "
+                "gavel-tunedjobs or one of Gavel's policies, or flavors that name no GPU type "
+                "(docs/tenancy.md)",
                 field="queues",
             )
         return held

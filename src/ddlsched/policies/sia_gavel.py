@@ -45,7 +45,7 @@ not finished (in submission order):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -127,6 +127,9 @@ class GavelTunedJobs:
     jobs share the LP's optimum equally (``max_sum_throughput_perf``)."""
 
     name: str = "gavel-tunedjobs"
+    #: a job a Kueue flavor holds to a GPU type (``--queues``) gets throughput 0 on the other
+    #: types, and the greedy pass never puts it there (``on_round``)
+    holds_flavor_types: ClassVar[bool] = True
     round_length: float = 360.0
     slowdowns: dict[str, float] = field(default_factory=dict)
     symmetric: bool = True
@@ -214,7 +217,13 @@ class GavelTunedJobs:
                 self._job_time[j.job_id] = [self._half] * K
                 for k in range(K):
                     self._cluster_time[k] += self._half
+        held = {j.job_id: j.flavor_type for j in jobs if j.flavor_type is not None}
         T = np.array([self.throughputs(j) for j in jobs])
+        for i, j in enumerate(jobs):
+            if j.job_id in held:
+                T[i] = [
+                    x if t == held[j.job_id] else 0.0 for x, t in zip(T[i], self.types, strict=True)
+                ]
         scale = np.array([j.num_gpus for j in jobs], dtype=float)
         X = max_sum_throughput_perf(
             T, scale, np.array(self.counts, float), symmetric=self.symmetric
@@ -230,8 +239,13 @@ class GavelTunedJobs:
             ]
         )
         gpus = {j.job_id: j.num_gpus for j in jobs}
+        types = self.types
         scheduled = take_in_order(
-            ((jobs[i].job_id, k) for i, k in run_order(P, X)), range(K), list(self.counts), gpus
+            ((jobs[i].job_id, k) for i, k in run_order(P, X)),
+            range(K),
+            list(self.counts),
+            gpus,
+            (lambda jid, k: held.get(jid, types[k]) != types[k]) if held else None,
         )
         old = self._assign
         new = assign_workers(range(K), scheduled, self._servers, old)
