@@ -614,15 +614,18 @@ def test_a_job_reclaimed_and_readmitted_in_another_flavor_moves_to_its_type(
     assert queues["b"]["gpu_hours_admitted"] == pytest.approx(4 * 100 / 3600)
 
 
-def test_gavel_takes_a_readmitted_job_to_its_new_flavors_type(tmp_path: Path) -> None:
+@pytest.mark.parametrize("policy", ["max-min-fairness-perf", "gavel-fifo"])
+def test_gavel_takes_a_readmitted_job_to_its_new_flavors_type(tmp_path: Path, policy: str) -> None:
     """The reclaim above under a Gavel policy: job 0's throughputs are set anew at its
-    admission in k80 (0 on v100), so the mechanism places it on the k80s and it finishes."""
+    admission in k80 (0 on v100), so the mechanism places it on the k80s and it finishes.
+    gavel-fifo also drops the type its FIFO allocation kept from the first admission (with
+    it, job 0 waited for the v100s it may no longer use, and never ran again)."""
     from ddlsched.core.cluster_io import load_cluster
 
     path = tmp_path / "reclaim.toml"
     path.write_text(RECLAIM)
     typed = load_cluster("gavel-4:0:4")
-    res = simulate(typed, RECLAIM_JOBS, "max-min-fairness-perf", queues=load_queues(path))
+    res = simulate(typed, RECLAIM_JOBS, policy, queues=load_queues(path))
     placed = _placements(typed, res)
     assert placed[0][0] == (0.0, "v100") and {t for _, t in placed[0][1:]} == {"k80"}, placed
     assert {t for _, t in placed[1]} == {"v100"}

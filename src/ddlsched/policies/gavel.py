@@ -400,6 +400,9 @@ class GavelPolicy:
         held = job.flavor_type
         if held is not None:
             row = [x if t == held else 0.0 for x, t in zip(row, self._types, strict=True)]
+            k = self._fifo.get(jid)
+            if k is not None and self._types[k] != held:  # FIFO's type from its last admission
+                del self._fifo[jid]
         self._thr[jid] = row
         self._active[jid] = job
         self._job_time[jid] = [self._half] * self._K
