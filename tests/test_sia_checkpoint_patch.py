@@ -103,3 +103,51 @@ def test_a_killed_run_resumes_from_its_checkpoint_with_the_same_result(tmp_path:
     assert "# resumed from" in resumed.stdout and "at simulated time 300" in resumed.stdout
     # the same rounds, the same random draws: the saved generators' states were restored
     assert resumed.stdout.splitlines()[-1] == expected
+
+
+# ------------------------------------------------------------------ run_ckpt.sh / batch3.sh
+STAND_IN = """import os, sys
+# a stand-in for the artifact's simulator: dies once if $DIE is set and no checkpoint exists,
+# else prints its average JCT; it records its arguments and its checkpoint path
+ckpt = os.environ["SIA_CHECKPOINT"]
+with open(os.path.join(os.path.dirname(ckpt), "argv.txt"), "a") as f:
+    f.write(" ".join(sys.argv[1:]) + "\\n")
+if os.environ.get("DIE") and not os.path.exists(ckpt):
+    open(ckpt, "w").close()
+    sys.exit(3)
+print("Average JCT:", 1234.5)
+"""
+
+
+def test_runner_scripts_resume_skip_and_record(tmp_path: Path) -> None:
+    """``batch3.sh`` runs each spec through ``run_ckpt.sh``: a segment that dies is recorded
+    with its code, the next run goes on (the checkpoint is the simulator's business), a
+    finished run is skipped and its average JCT is appended to results.csv once."""
+    ref = tmp_path / "ref"
+    sim = ref / "sia-simulator"
+    sim.mkdir(parents=True)
+    for name in ("multi_simulator.py", "multi_simulator_unaware.py"):
+        (sim / name).write_text(STAND_IN)
+    (ref / "venv" / "bin").mkdir(parents=True)
+    (ref / "venv" / "bin" / "python").symlink_to(sys.executable)
+    batch = ROOT / "benchmarks" / "sia_patches" / "batch3.sh"
+    env = {**os.environ, "SIA_REF": str(ref), "DIE": "1"}
+    specs = ["saturn:workload-5:pollux-unaware", "philly:workload-1:sia"]
+    for _ in range(3):
+        subprocess.run([str(batch), *specs], env=env, timeout=60, capture_output=True)
+    run = ref / "runs" / "saturn_workload-5_pollux-unaware"
+    segments = (run / "segments.txt").read_text().splitlines()
+    assert [s.split(" rc=")[-1] for s in segments if s.startswith("segment")] == ["3", "0"]
+    assert segments[-1] == "rc=0"
+    assert (ref / "results.csv").read_text().splitlines() == [
+        "trace,workload,policy,avg_jct_s",
+        "saturn,workload-5,pollux-unaware,1234.5",
+        "philly,workload-1,sia,1234.5",
+    ]
+    argv = (run / "argv.txt").read_text().splitlines()
+    assert argv[0] == (
+        f"workloads/saturn/workload-5.csv --policy=pollux --interval=60 --policy_p_val=-1 "
+        f"--output={run}/workload-5.log"
+    )
+    sia_argv = (ref / "runs" / "philly_workload-1_sia" / "argv.txt").read_text()
+    assert "--policy=sia --policy_p_val=-0.5 --mip_lambda_a=0.01 --mip_lambda_n=1.1" in sia_argv
