@@ -12,10 +12,12 @@ from ddlsched.api import simulate
 from ddlsched.core.cluster import Cluster
 from ddlsched.core.job import JobSpec
 from ddlsched.errors import InputError
+from ddlsched.policies.gavel import POLICIES as GAVEL_POLICIES
 from ddlsched.tenancy import QueuesConfig, load_queues
 from ddlsched.workloads.trace_formats import PLACEHOLDER_MODEL, placeholder_model
 
 MODEL = placeholder_model(PLACEHOLDER_MODEL)
+GAVEL = sorted(GAVEL_POLICIES)  # Gavel's policies
 
 TWO_QUEUES = """
 [[resourceFlavor]]
@@ -521,6 +523,25 @@ QUEUES_9_ON_8 = (
 )
 
 
+def random_jobs(seed: int) -> list[JobSpec]:
+    """40 jobs of 1–3 GPUs arriving over 200 s, 10–120 s long, in queue `a` or `b`."""
+    import random
+
+    rng = random.Random(seed)
+    return [
+        JobSpec(
+            i,
+            rng.uniform(0, 200),
+            rng.choice([1, 1, 2, 3]),
+            0,
+            MODEL,
+            duration=rng.uniform(10, 120),
+            queue=rng.choice("ab"),
+        )  # fmt: skip
+        for i in range(40)
+    ]
+
+
 def queues_from(text: str) -> QueuesConfig:
     """``text`` (a queues manifest in TOML) loaded as ``--queues FILE`` loads it."""
     import tempfile
@@ -540,11 +561,7 @@ def _types_of(cluster: Cluster, res) -> dict[int, set[str]]:  # type: ignore[no-
     return kinds
 
 
-@pytest.mark.parametrize(
-    "policy",
-    ["gavel-fifo", "gavel-fifo-perf", "max-min-fairness", "max-min-fairness-perf",
-     "finish-time-fairness-perf", "min-total-duration-perf"],
-)  # fmt: skip
+@pytest.mark.parametrize("policy", GAVEL)
 def test_gavel_policies_keep_each_job_to_its_flavors_type(tmp_path: Path, policy: str) -> None:
     """As above with Gavel's mechanism: job 0 and job 1 are admitted in V100, job 2 in k80.
     The v100s are faster, and the LP would give some of their time to job 2 and some of the
@@ -646,24 +663,10 @@ def test_typed_and_untyped_queues_keep_every_job_on_its_flavor(
     starts a job off its flavor's type, which the engine would refuse; Tiresias' per-type
     budget never admits what it cannot place) and every job of `a` runs each segment on one
     type. Tiresias with a low threshold, so that it demotes and preempts."""
-    import random
-
     from ddlsched.core.cluster_io import load_cluster
 
     typed = load_cluster("gavel-4:0:4")
-    rng = random.Random(seed)
-    specs = [
-        JobSpec(
-            i,
-            rng.uniform(0, 200),
-            rng.choice([1, 1, 2, 3]),
-            0,
-            MODEL,
-            duration=rng.uniform(10, 120),
-            queue=rng.choice("ab"),
-        )  # fmt: skip
-        for i in range(40)
-    ]
+    specs = random_jobs(seed)
     tiresias = {"interval": 10.0, "tiresias_thresholds": str(30 / 3600)}
     settings = tiresias if policy == "tiresias" else None
     res = simulate(typed, specs, policy, queues=queues_from(QUEUES_9_ON_8), settings=settings)
@@ -680,32 +683,14 @@ def test_typed_and_untyped_queues_keep_every_job_on_its_flavor(
     assert typed_segments > 0
 
 
-@pytest.mark.parametrize(
-    "policy",
-    ["gavel-fifo", "gavel-fifo-perf", "max-min-fairness", "max-min-fairness-perf",
-     "finish-time-fairness", "finish-time-fairness-perf", "min-total-duration-perf"],
-)  # fmt: skip
+@pytest.mark.parametrize("policy", GAVEL)
 def test_gavel_takes_in_a_job_admitted_after_its_decision(policy: str) -> None:
     """Kueue may admit a job in a later pass of an instant whose decision Gavel has made
     (quota freed by a completion there). Before 2026-12-07 Gavel waited for its next
     decision to take it in, and with nothing running none came: the run ended with jobs
     admitted and never started (gavel-fifo here: 3 of 40). 40 jobs of 1–3 GPUs on 8 GPUs
     of one type, queues `a` (two flavors, quota accounting only) and `b`."""
-    import random
-
-    rng = random.Random(0)
-    specs = [
-        JobSpec(
-            i,
-            rng.uniform(0, 200),
-            rng.choice([1, 1, 2, 3]),
-            0,
-            MODEL,
-            duration=rng.uniform(10, 120),
-            queue=rng.choice("ab"),
-        )  # fmt: skip
-        for i in range(40)
-    ]
+    specs = random_jobs(0)
     res = simulate(Cluster.homogeneous(2, 4), specs, policy, queues=queues_from(QUEUES_9_ON_8))
     assert len(res.jobs) == 40 and all(j.finish > j.start >= j.arrival - 1e-9 for j in res.jobs)
 

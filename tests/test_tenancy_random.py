@@ -20,25 +20,13 @@ from ddlsched.core.cluster import Cluster
 from ddlsched.core.cluster_io import load_cluster
 from ddlsched.core.job import JobSpec
 from ddlsched.core.results import write_result
+from ddlsched.policies.gavel import POLICIES as GAVEL_POLICIES
 from ddlsched.tenancy import load_queues
 from ddlsched.workloads.trace_formats import PLACEHOLDER_MODEL, placeholder_model
 
 MODEL = placeholder_model(PLACEHOLDER_MODEL)
 GPU = '"nvidia.com/gpu"'
-POLICIES = [
-    "fifo",
-    "sjf",
-    "tiresias",
-    "sjf-ffs",
-    "sjf-bsbf",
-    "gavel-fifo",
-    "gavel-fifo-perf",
-    "max-min-fairness",
-    "max-min-fairness-perf",
-    "finish-time-fairness",
-    "finish-time-fairness-perf",
-    "min-total-duration-perf",
-]
+POLICIES = ["fifo", "sjf", "tiresias", "sjf-ffs", "sjf-bsbf", *sorted(GAVEL_POLICIES)]
 
 
 def scenario(rng: random.Random) -> tuple[Cluster, str, list[JobSpec]]:
