@@ -481,3 +481,61 @@ def test_serve_holds_a_typed_flavors_jobs_to_its_gpu_type(home) -> None:  # noqa
         assert svc.call("DELETE", f"/jobs/{i}")[0] == 200
     svc.wait_ended(ids)
     assert svc.drain() == 0
+
+
+TYPED_RECLAIM = """\
+[[resourceFlavor]]
+name = "V100"
+[[resourceFlavor]]
+name = "k80"
+
+[[clusterQueue]]
+name = "x"
+cohortName = "lab"
+[[clusterQueue.resourceGroups]]
+coveredResources = ["nvidia.com/gpu"]
+flavors = [
+  { name = "V100", resources = [{ name = "nvidia.com/gpu", nominalQuota = 0 }] },
+  { name = "k80", resources = [{ name = "nvidia.com/gpu", nominalQuota = 4 }] },
+]
+
+[[clusterQueue]]
+name = "y"
+cohortName = "lab"
+preemption = { reclaimWithinCohort = "Any" }
+[[clusterQueue.resourceGroups]]
+coveredResources = ["nvidia.com/gpu"]
+flavors = [{ name = "V100", resources = [{ name = "nvidia.com/gpu", nominalQuota = 4 }] }]
+"""
+
+
+def test_a_reclaimed_borrower_moves_to_its_next_flavors_gpus_and_resumes(home) -> None:  # noqa: F811
+    """gavel-4:0:4 served: x's job borrows y's V100 quota and runs on the V100s (GPUs 0-3);
+    y's job reclaims it, and Kueue admits x's job again in k80 in the same pass. The job stops
+    (its checkpoint kept), starts again on the K80s (GPUs 4-7) and resumes; y's job runs on
+    the V100s; each finishes once."""
+    import time
+
+    from test_live_service import starting_steps
+
+    path, tag, _ = home
+    q = path / "typed-reclaim.toml"
+    q.write_text(TYPED_RECLAIM)
+    svc = serve(home, "--cluster", "gavel-4:0:4", "--queues", str(q))
+    (borrower,) = svc.submit(job(tag, steps=100, gpus=4, queue="x"))
+    _wait_state(svc, borrower, "running")
+    assert set(svc.jobs()[borrower]["gpus_held"]) == {0, 1, 2, 3}
+    time.sleep(1.0)  # a few checkpoints
+    (owner,) = svc.submit(job(tag, steps=20, gpus=4, queue="y"))
+    jobs = svc.wait_ended([borrower, owner], timeout=90)
+    assert jobs[borrower]["state"] == jobs[owner]["state"] == "finished"
+    events = svc.call("GET", f"/jobs/{borrower}")[1]["events"]  # type: ignore[index]
+    starts = [e for e in events if e["event"] == "start"]
+    assert len(starts) == 2, events
+    assert set(starts[-1]["gpus"]) == {4, 5, 6, 7}, starts
+    preempts = [e for e in events if e["event"] == "preempt"]
+    assert [e["reason"] for e in preempts] == ["evicted by Kueue: InCohortReclamation"]
+    assert starting_steps(path / "state", borrower)[-1] > 0  # resumed from its checkpoint
+    owner_events = svc.call("GET", f"/jobs/{owner}")[1]["events"]  # type: ignore[index]
+    assert {g for e in owner_events if e["event"] == "start" for g in e["gpus"]} == {0, 1, 2, 3}
+    assert svc.drain() == 0
