@@ -712,3 +712,32 @@ def test_an_interrupted_live_run_checks_and_is_called_so(tmp_path: Path) -> None
     s["interrupted"] = False  # a completed run's gpu_util above its held share stays wrong
     (out / "summary.json").write_text(json.dumps(s))
     assert "gpu-util" in {v.rule for v in check_run(out).violations}
+
+
+def test_a_utilisation_one_ulp_above_1_from_the_clocks_rounding_passes(tmp_path: Path) -> None:
+    """The engine's clock keeps 9 decimals: a job arriving at 1394.4507352003948 s starts at
+    1394.450735200 s, a hair early, so its GPU time over the makespan (measured from the
+    arrival given) is 1 + 8.6e-14 on a cluster it fills. That is round-off, within the
+    check's float tolerance (before 2026-12-07: "gpu_util outside [0, 1]"); 1 + 1e-6 is not."""
+    from ddlsched.api import simulate
+    from ddlsched.core.cluster import Cluster
+    from ddlsched.core.job import JobSpec
+    from ddlsched.core.results import write_result
+    from ddlsched.workloads.trace_formats import PLACEHOLDER_MODEL, placeholder_model
+
+    spec = JobSpec(
+        0,
+        1394.4507352003948,
+        2,
+        0,
+        placeholder_model(PLACEHOLDER_MODEL),
+        duration=4577.380487856993,
+    )
+    res = simulate(Cluster.homogeneous(1, 2), [spec], "fifo")
+    assert 1.0 < res.summary["gpu_util"] < 1.0 + 1e-12
+    write_result(res, tmp_path / "out")
+    assert check_run(tmp_path / "out").ok
+    s = json.loads((tmp_path / "out" / "summary.json").read_text())
+    s["gpu_util"] = 1.0 + 1e-6
+    (tmp_path / "out" / "summary.json").write_text(json.dumps(s))  # (its digests: other files)
+    assert [v.rule for v in check_run(tmp_path / "out").violations][:1] == ["gpu-util"]

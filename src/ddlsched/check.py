@@ -891,7 +891,9 @@ def _check_summary(
         if got is not None and not close(got, want[key]):
             v(Violation("summary", f"{key} is {_num(got)}, jobs.csv gives {_num(want[key])}", name))
     util = number("gpu_util")
-    if util is not None and not 0.0 <= util <= 1.0:
+    # within float tolerance: the 1-ns clock may start a job up to 0.5 ns before the arrival
+    # given with more decimals, and its GPU time over the makespan then ends a hair above 1
+    if util is not None and not 0.0 <= util <= 1.0 + REL:
         v(Violation("gpu-util", f"gpu_util {_num(util)} outside [0, 1]", name))
     held = None
     if ctx.cluster is not None and segs is not None:
