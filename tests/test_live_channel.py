@@ -330,3 +330,64 @@ def test_live_gate_takes_wang_fit_from_set_and_only_with_a_gate(tmp_path):
     assert res.returncode == 0, res.stderr
     summary = json.loads((tmp_path / "from-file" / "summary.json").read_text())
     assert summary["comm_model"] == {"a": 0.0, "b": 1.85e-7, "eta": -1.4e-8}
+
+
+def test_a_job_is_known_to_the_gate_before_its_processes_start(tmp_path):
+    """The live executor registers a job with the channel before it launches the job's
+    processes: a rank 0 that asks while its other ranks are still being launched is gated.
+    (Registered after the launch, such an ask went ungated, "job 0 is not registered": two
+    all-reduces overlapped on a shared server in a loaded CI run, 2026-12-07.) A launch that
+    fails leaves the job unknown again."""
+    import tempfile
+
+    from ddlsched.core.realtime import RealtimeSimulator
+    from ddlsched.live.executor import LiveExecutor
+    from ddlsched.live.jobfile import LiveJob
+    from ddlsched.live.launchers.base import LaunchError
+    from ddlsched.live.run import to_specs
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_live_statemachine import FakeLauncher, GreedyFifo
+
+    path = str(tmp_path / "comm.sock")
+    answers: list[dict] = []
+
+    class AskingRank0(FakeLauncher):
+        """Rank 0 asks the gate as soon as it is launched, before the call returns."""
+
+        fail: set[int] = set()
+
+        def launch(self, job_id, workers):  # noqa: ANN001, ANN201
+            if job_id in self.fail:
+                raise LaunchError(f"job {job_id}: no such command")
+            super().launch(job_id, workers)
+            s = _connect(path)
+            answers.append(
+                _ask(s, {"op": "ask", "job": job_id, "iter": 0, "bytes": 1e6, "block": False})
+            )
+            s.close()
+
+    cluster = Cluster.homogeneous(1, 2)
+    launcher = AskingRank0(cluster)
+    launcher.fail = {1}
+    jobs = [LiveJob(job_id=j, arrival=0.0, gpus=1, command=("x",)) for j in (0, 1)]
+    with CommChannel(path, SrsfN(1), num_servers=1) as ch:
+        ex = LiveExecutor(
+            launcher, {j.job_id: j for j in jobs}, tempfile.mkdtemp(prefix="ddl-gate-"),
+            grace=1.0, channel=ch,
+        )  # fmt: skip
+        sim = RealtimeSimulator(
+            cluster, to_specs(jobs, 1.0), GreedyFifo(), ex, poll_interval=0.2,
+            clock=lambda: 0.0, sleep=lambda s: None,
+        )  # fmt: skip
+        sim._t0 = 0.0
+        sim.now = 0.0
+        for state in sim.jobs:
+            sim._arrive(state)
+        sim._policy_pass()
+        assert launcher.launches == [(0, (0,))]
+        assert answers == [{"go": True, "waited_s": 0.0}]  # gated, not "not registered"
+        s = _connect(path)  # job 1's launch failed: the channel does not know it
+        reply = _ask(s, {"op": "ask", "job": 1, "iter": 0, "bytes": 1e6, "block": False})
+        assert reply.get("ungated") == "job 1 is not registered", reply
+        s.close()

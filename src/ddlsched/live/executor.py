@@ -236,19 +236,23 @@ class LiveExecutor:
         r.since = self.sim.now
         r.first_seen = r.last_seen = None
         self._states[job.job_id] = job
+        if self.channel is not None:  # SRSF order of waiting asks: remaining service (Alg. 3)
+            # before the processes start: an ask from a job the channel does not know goes
+            # ungated, and rank 0 may ask while the other ranks are still being launched
+            servers = sorted({self.sim.cluster.gpu_server[g] for g in job.gpus})
+            self.channel.register(
+                job.job_id, servers, svc=self.remaining_alone(job) * len(job.gpus)
+            )
         try:
             workers = self.workers(job, r)
             self.launcher.launch(job.job_id, workers)
         except (LaunchError, OSError, ValueError) as e:
             r.launch_error = " ".join(str(e).split()) or type(e).__name__
+            if self.channel is not None:
+                self.channel.forget(job.job_id)
             return
         r.current = Attempt(r.attempt, tuple(job.gpus), self.sim.now)
         r.history.append(r.current)
-        if self.channel is not None:  # SRSF order of waiting asks: remaining service (Alg. 3)
-            servers = sorted({self.sim.cluster.gpu_server[g] for g in job.gpus})
-            self.channel.register(
-                job.job_id, servers, svc=self.remaining_alone(job) * len(job.gpus)
-            )
         batch = workers[0].env.get("DDLSCHED_BATCH_SIZE")
         typed = {}
         if "DDLSCHED_GPU_TYPE" in workers[0].env:
