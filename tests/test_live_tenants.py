@@ -483,50 +483,25 @@ def test_serve_holds_a_typed_flavors_jobs_to_its_gpu_type(home) -> None:  # noqa
     assert svc.drain() == 0
 
 
-TYPED_RECLAIM = """\
-[[resourceFlavor]]
-name = "V100"
-[[resourceFlavor]]
-name = "k80"
-
-[[clusterQueue]]
-name = "x"
-cohortName = "lab"
-[[clusterQueue.resourceGroups]]
-coveredResources = ["nvidia.com/gpu"]
-flavors = [
-  { name = "V100", resources = [{ name = "nvidia.com/gpu", nominalQuota = 0 }] },
-  { name = "k80", resources = [{ name = "nvidia.com/gpu", nominalQuota = 4 }] },
-]
-
-[[clusterQueue]]
-name = "y"
-cohortName = "lab"
-preemption = { reclaimWithinCohort = "Any" }
-[[clusterQueue.resourceGroups]]
-coveredResources = ["nvidia.com/gpu"]
-flavors = [{ name = "V100", resources = [{ name = "nvidia.com/gpu", nominalQuota = 4 }] }]
-"""
-
-
 def test_a_reclaimed_borrower_moves_to_its_next_flavors_gpus_and_resumes(home) -> None:  # noqa: F811
-    """gavel-4:0:4 served: x's job borrows y's V100 quota and runs on the V100s (GPUs 0-3);
-    y's job reclaims it, and Kueue admits x's job again in k80 in the same pass. The job stops
-    (its checkpoint kept), starts again on the K80s (GPUs 4-7) and resumes; y's job runs on
-    the V100s; each finishes once."""
+    """gavel-4:0:4 served with test_tenancy_engine's RECLAIM manifest: a's job borrows b's
+    V100 quota and runs on the V100s (GPUs 0-3); b's job reclaims it, and Kueue admits a's
+    job again in k80 in the same pass. The job stops (its checkpoint kept), starts again on
+    the K80s (GPUs 4-7) and resumes; b's job runs on the V100s; each finishes once."""
     import time
 
     from test_live_service import starting_steps
+    from test_tenancy_engine import RECLAIM
 
     path, tag, _ = home
     q = path / "typed-reclaim.toml"
-    q.write_text(TYPED_RECLAIM)
+    q.write_text(RECLAIM)
     svc = serve(home, "--cluster", "gavel-4:0:4", "--queues", str(q))
-    (borrower,) = svc.submit(job(tag, steps=100, gpus=4, queue="x"))
+    (borrower,) = svc.submit(job(tag, steps=100, gpus=4, queue="a"))
     _wait_state(svc, borrower, "running")
     assert set(svc.jobs()[borrower]["gpus_held"]) == {0, 1, 2, 3}
     time.sleep(1.0)  # a few checkpoints
-    (owner,) = svc.submit(job(tag, steps=20, gpus=4, queue="y"))
+    (owner,) = svc.submit(job(tag, steps=20, gpus=4, queue="b"))
     jobs = svc.wait_ended([borrower, owner], timeout=90)
     assert jobs[borrower]["state"] == jobs[owner]["state"] == "finished"
     events = svc.call("GET", f"/jobs/{borrower}")[1]["events"]  # type: ignore[index]
