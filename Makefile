@@ -52,13 +52,19 @@ chromium:
 	  fi; \
 	fi
 
-# The suite on every core (pytest-xdist; at most 4 workers): Ray's test files share one worker
-# (tests/conftest.py); the few tests marked `solo` compare real processes' timings and run
-# alone afterwards. `pytest` with no options runs everything in one process as before.
-PYTEST := OPENBLAS_NUM_THREADS=1 $(BIN)/python -m pytest
+# The suite on every core (pytest-xdist): Ray's test files share one worker (tests/conftest.py);
+# the few tests marked `solo` compare real processes' timings and run alone afterwards. One
+# worker more than cores (at least 3, at most 4): many tests wait on real processes, and a third
+# worker on 2 cores fills those waits (docs/performance.md, "Test suite"). `pytest` with no
+# options runs everything in one process as before. Byte-code is written even where the
+# environment says not to (PYTHONDONTWRITEBYTECODE, as warmup.py does): else every pytest process
+# rewrote all test files' asserts (14 s → 5 s to collect) and every job, service and Ray worker
+# the tests start compiled ray and pandas from source (≈ 1.5 s each → 0.6 s).
+PYTEST := OPENBLAS_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest
+WORKERS := $(shell $(PY) -c "import os; print(min(max(len(os.sched_getaffinity(0)) + 1, 3), 4))" 2>/dev/null || echo 3)
 test: $(STAMP) chromium
 	$(BIN)/ruff check src tests benchmarks examples
-	$(PYTEST) -n auto --maxprocesses 4 --dist loadgroup -m "not solo"
+	$(PYTEST) -n $(WORKERS) --dist loadgroup -m "not solo"
 	$(PYTEST) -m solo
 
 bench: $(STAMP)

@@ -3,7 +3,7 @@
 One BLAS thread: scipy's interpolators are slower, not faster, with threads on small CI
 machines (measured: a 48-query lookup went from ~0.1 s to 15 s under contention).
 
-Parallel runs (``make test`` runs ``pytest -n auto --dist loadgroup -m "not solo"`` with
+Parallel runs (``make test`` runs ``pytest -n 3 --dist loadgroup -m "not solo"`` on 2 cores, with
 pytest-xdist, then the ``solo`` tests — those that need the machine to themselves: real processes'
 timings, machine-wide clean-ups — alone): the test files that start Ray run one after another on
 one worker (tests/xdist_groups.py says why, and why with a scheduler of our own). Every other

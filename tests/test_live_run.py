@@ -22,8 +22,8 @@ from _processes import cmdlines, run_cli
 
 pytest.importorskip("ray")
 
-#: alone: its tests check that no Ray process other than their own appeared meanwhile
-pytestmark = pytest.mark.solo
+# Its tests check that no Ray process other than their own appeared meanwhile: the file is in
+# the ``ray`` group (tests/xdist_groups.py), so no other test that starts Ray runs beside it.
 
 ROOT = Path(__file__).resolve().parent.parent
 TRAIN = ROOT / "examples" / "live" / "train.py"
