@@ -36,7 +36,7 @@ from ddlsched.api import simulate
 from ddlsched.check import check_run
 from ddlsched.core.cluster import Cluster
 from ddlsched.core.cluster_io import load_cluster
-from ddlsched.core.job import JobSpec, ModelProfile
+from ddlsched.core.job import JobSpec
 from ddlsched.core.results import write_result
 from ddlsched.errors import InputError
 from ddlsched.policies.gavel import POLICIES as GAVEL_POLICIES
@@ -44,7 +44,7 @@ from ddlsched.tenancy import load_queues
 from ddlsched.workloads.trace_formats import PLACEHOLDER_MODEL, placeholder_model
 
 MODEL = placeholder_model(PLACEHOLDER_MODEL)
-APP_MODEL = ModelProfile("app", 0.0, 0.0, 0, 0.0, 0.0)
+APP_MODEL = placeholder_model("app")
 GPU = '"nvidia.com/gpu"'
 #: the policies that run trace jobs with and without ``--queues``
 TRACE_POLICIES = ["fifo", "sjf", "tiresias", "sjf-ffs", "sjf-bsbf", *sorted(GAVEL_POLICIES)]
@@ -182,8 +182,8 @@ def fuzz(
     seeds: Iterable[int],
     policies: list[str],
     profiles: Path | None = None,
-) -> tuple[int, int, Counter[str], list[str]]:
-    """(runs, failures, refusals by first words, failure lines) over ``seeds`` × ``policies``."""
+) -> tuple[int, Counter[str], list[str]]:
+    """(runs, refusals by first words, failure lines) over ``seeds`` × ``policies``."""
     ran, refused, failures = 0, Counter[str](), []
     sia64 = load_cluster("sia-64") if family == "sia" else None
     for seed in seeds:
@@ -201,9 +201,11 @@ def fuzz(
                     assert sia64 is not None and profiles is not None
                     cluster = sia64
                     text, jobs = sia_scenario(rng, policy in SIA_TYPED)
-                    semantics = random.Random(seed + 1).choice(["events", "rounds"])
-                    settings = {"profiles": str(profiles), "calibration": "sia"}
-                    settings["semantics"] = semantics
+                    settings = {
+                        "profiles": str(profiles),
+                        "calibration": "sia",
+                        "semantics": random.Random(seed + 1).choice(["events", "rounds"]),
+                    }
                 queues = None
                 if text:
                     (work / "queues.toml").write_text(text)
@@ -220,7 +222,7 @@ def fuzz(
                 ran += 1
                 if found is not None:
                     failures.append(f"{family} seed {seed} {policy}: {found}")
-    return ran, len(failures), refused, failures
+    return ran, refused, failures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -241,13 +243,16 @@ def main(argv: list[str] | None = None) -> int:
             from test_sia_inputs import write_sia_profiles
 
             profiles = write_sia_profiles(Path(d) / "p", apps=("alpha", "beta"), epoch_progress=2e4)
-        ran, bad, refused, failures = fuzz(args.family, seeds, policies, profiles)
+        ran, refused, failures = fuzz(args.family, seeds, policies, profiles)
     for line in failures:
         print(line)
-    print(f"{args.family}: {ran} runs checked, {bad} failed, {sum(refused.values())} refused")
+    print(
+        f"{args.family}: {ran} runs checked, {len(failures)} failed, "
+        f"{sum(refused.values())} refused"
+    )
     for why, n in refused.most_common():
         print(f"  refused {n}×: {why} …")
-    return 1 if bad else 0
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
