@@ -18,9 +18,11 @@ from ddlsched.core.job import JobSpec, ModelProfile
 from ddlsched.errors import InputError
 from ddlsched.policies import gavel_lp
 from ddlsched.policies.gavel import POLICIES
+from ddlsched.workloads.traces import gavel_data_file
 
 TRACE = ModelProfile("trace", 0.0, 0.0, 0, 0.0, 0.0)
-GAVEL = Path("/work/shared/data/gavel")
+_FOUND = gavel_data_file()  # where the CLI finds it too: $DDLSCHED_GAVEL_DATA or ../shared
+GAVEL = _FOUND.parent if _FOUND is not None else Path("/nonexistent")
 
 
 def job(i: int, v100: float, k80: float, arrival: float = 0.0, gpus: int = 1) -> JobSpec:
@@ -209,7 +211,7 @@ def test_an_arrival_with_more_decimals_than_the_clock(policy: str) -> None:
 def _trace() -> Path:
     traces = sorted((GAVEL / "msr-seed0").glob("*.trace")) if GAVEL.is_dir() else []
     if not traces or not (GAVEL / "simulation_throughputs.json").is_file():
-        pytest.skip("no Gavel trace data in /work/shared/data/gavel")
+        pytest.skip("no Gavel trace data (../shared/data/gavel)")
     return traces[0]
 
 
