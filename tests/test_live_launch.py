@@ -121,6 +121,21 @@ def wait_progress(lau, job_id: int, timeout: float = 30.0) -> JobPoll:
         time.sleep(0.1)
 
 
+def wait_every_rank(tmp: Path, job_id: int, ranks: int, timeout: float = 30.0) -> None:
+    """Until each of the job's ``ranks`` wrote its first progress line. The scripts below write
+    it after installing their SIGTERM handler, so a stop sent afterwards finds every rank
+    ready; ``poll``'s progress is rank 0's alone (a sleep after it raced rank 1 on a loaded
+    machine: CI once read exit codes (7, -15))."""
+    run = tmp / f"job{job_id}" / "attempt0"
+    deadline = time.monotonic() + timeout
+    while True:
+        files = [run / f"progress.{r}.jsonl" for r in range(ranks)]
+        if all(f.is_file() and f.read_text().endswith("\n") for f in files):
+            return
+        assert time.monotonic() < deadline, f"job {job_id}: not every rank reported"
+        time.sleep(0.05)
+
+
 DUMP_ENV = (
     "import json, os, sys\n"
     "json.dump(dict(os.environ), open(sys.argv[1] + '/env' + os.environ['RANK'] + '.json', 'w'))\n"
@@ -241,8 +256,7 @@ def test_stop_kills_after_grace(launcher, tmp_path):
 
 def test_stop_lets_a_polite_job_exit(launcher, tmp_path):
     launcher.launch(4, gang(tmp_path, 4, POLITE, [(0, [0]), (1, [2])]))
-    wait_progress(launcher, 4)
-    time.sleep(0.3)  # rank 1 installs its handler too
+    wait_every_rank(tmp_path, 4, 2)
     t = time.monotonic()
     state = launcher.stop(4, grace=15.0)
     assert state.exit_codes == (7, 7)
@@ -268,12 +282,8 @@ def test_request_stop_returns_at_once(launcher, tmp_path):
     do nothing; of a job never launched raise KeyError."""
     launcher.launch(11, gang(tmp_path, 11, SLOW_POLITE, [(0, [0]), (1, [2])]))
     launcher.launch(12, gang(tmp_path, 12, SLOW_POLITE, [(1, [3])]))
-    for j in (11, 12):
-        wait_progress(launcher, j)
-    deadline = time.monotonic() + 20
-    while not all(p > 0 for p in launcher.poll(11).pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.5)  # every rank has its handler
+    wait_every_rank(tmp_path, 11, 2)
+    wait_every_rank(tmp_path, 12, 1)
     t = time.monotonic()
     launcher.request_stop(11)
     assert time.monotonic() - t < 1.0
