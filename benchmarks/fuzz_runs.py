@@ -10,7 +10,7 @@ Three families of scenarios, each drawn from a seed:
   ClusterQueues in a cohort or not, preemption and reclaim rules, borrowing and lending
   limits, two priorities, arrivals with up to 12 decimals;
 - ``plain``: trace workloads without queues on clusters of one type or several, per-type
-  durations, arrivals with up to 13 decimals;
+  durations, arrivals with up to 13 decimals, in half the runs stop and restart delays;
 - ``sia``: Kueue set-ups on ``sia-64`` with application jobs ``alpha`` and ``beta`` (batch
   32 per GPU) on small Sia-format profiles of our own (tests/test_sia_inputs.py's
   ``write_sia_profiles``, written to a temporary folder; ``--profiles DIR`` for others with
@@ -138,6 +138,18 @@ def plain_scenario(rng: random.Random) -> tuple[Cluster, list[JobSpec]]:
     return cluster, jobs
 
 
+def plain_delays(rng: random.Random) -> dict[str, object]:
+    """``plain``'s stop and restart delays: none in half the runs, else each 0, up to a minute
+    or up to 15 minutes (a stop longer than a policy's round lets it restart, and preempt
+    again, a job whose old run still stops)."""
+    if rng.random() < 0.5:
+        return {}
+    return {
+        k: round(rng.choice([0.0, rng.uniform(0, 60), rng.uniform(60, 900)]), 3)
+        for k in ("stop_delay", "restart_delay")
+    }
+
+
 def sia_scenario(rng: random.Random, typed: bool) -> tuple[str, list[JobSpec]]:
     """``sia``: a queues manifest for sia-64 (flavors named after its types when ``typed``)
     and application jobs."""
@@ -196,7 +208,7 @@ def fuzz(
                     settings: dict[str, object] = {}
                 elif family == "plain":
                     cluster, jobs = plain_scenario(rng)
-                    text, settings = "", {}
+                    text, settings = "", plain_delays(random.Random(seed + 2))
                 else:
                     assert sia64 is not None and profiles is not None
                     cluster = sia64

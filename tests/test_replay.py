@@ -111,6 +111,39 @@ def test_a_job_restarted_while_its_own_stop_is_under_way_waits_for_it():
     assert ex.busy_gpu_seconds() == pytest.approx(27.0)
 
 
+class MoveTwice(MoveAt):
+    """``MoveAt``, then at ``again`` (job 0's first stop still under way, its restart waiting
+    for it) moves job 0 once more."""
+
+    name = "move-twice"
+
+    def __init__(self, t: float, again: float) -> None:
+        super().__init__(t)
+        self.again = again
+
+    def attach(self, sim: Simulator) -> None:
+        super().attach(sim)
+        sim.at(self.again, self.move, sim)
+
+
+def test_a_restart_preempted_while_the_old_run_still_stops_keeps_the_old_segment_open():
+    # moved at 10 (stop delay 4: GPU 0 held until 14), moved again at 12 before its restart
+    # launched: the old run's segment ends at 14, when its GPU is free, not at 12 (it did,
+    # and the run's gpu_util exceeded the GPU time its segments held: ddlsched check failed
+    # on a live Tiresias run in CI)
+    from ddlsched.core.results import gpu_held_seconds
+
+    ex = DurationExecutor()
+    jobs = [job(0, 0, 20, stop_delay=4.0, restart_delay=3.0)]
+    sim = Simulator(Cluster.homogeneous(1, 2), jobs, MoveTwice(10.0, 12.0), ex, max_jobs_per_gpu=1)
+    res = sim.run()
+    segs = [(s.start, s.end, s.placement) for s in res.segments]
+    assert segs == [(0.0, 14.0, "0:0"), (14.0, 27.0, "0:1")]
+    assert res.jobs[0].preemptions == 1  # the restart it never launched is no preemption
+    assert gpu_held_seconds(res.segments) == ex.busy_gpu_seconds() == pytest.approx(27.0)
+    assert res.summary["gpu_util"] == res.summary["gpu_held"]
+
+
 class ShareAndHold:
     """Starts waiting jobs on GPU 0 (two may share it); at 10 preempts job 1 and holds it
     back until 20."""

@@ -174,6 +174,15 @@ class Ticks(Protocol):
 
 
 @runtime_checkable
+class StopDelays(Protocol):
+    """An executor whose stops take time (``core/durationexec.py``): the run's
+    ``stop_delay`` seconds, GPUs held after a preemption (a job's own
+    ``JobSpec.stop_delay`` wins). The engine's livelock guard sizes its window by it."""
+
+    stop_delay: float
+
+
+@runtime_checkable
 class Polls(Protocol):
     """An executor whose jobs progress outside the engine (real processes, live mode): the
     real-time engine calls ``poll()`` between events; it reports what happened since (a job

@@ -21,6 +21,8 @@ from .simulator import Simulator
 class RealtimeSimulator(Simulator):
     """``Simulator`` whose clock is the wall clock (seconds since ``run`` started)."""
 
+    guards_stalls = False
+
     def __init__(
         self,
         *args: Any,

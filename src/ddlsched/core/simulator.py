@@ -37,6 +37,7 @@ from .protocols import (
     RanksGpus,
     RoundHook,
     SchedulingPolicy,
+    StopDelays,
     SummaryExtras,
     Ticks,
 )
@@ -85,6 +86,10 @@ class Executor(Protocol):
 
 class Simulator:
     """Runs ``jobs`` on ``cluster`` under ``policy`` with ``executor``; deterministic per seed."""
+
+    #: stop a run whose rounds go on without progress (``_check_stalled``); a wall-clock
+    #: engine has real jobs to wait for and never does
+    guards_stalls = True
 
     def __init__(
         self,
@@ -171,6 +176,13 @@ class Simulator:
         #: jobs whose arrival has happened, admitted or not (= ``arrived`` without queues)
         self.entered = 0
         self._index: dict[int, int] = {}
+        #: the livelock guard (``_check_stalled``): (finished, entered) at the last round, and
+        #: since when no job finished, arrived or worked
+        self._stall_mark: tuple[int, int] = (-1, -1)
+        self._stall_since = 0.0
+        self._stall_worked = 0.0  # the last preemption of a job that had computed
+        self._stall_next = 0.0  # the next sample
+        self._stall_window: float | None = None
         executor.attach(self)
         try:
             policy.attach(self)
@@ -420,6 +432,8 @@ class Simulator:
         if self.launch_pending.pop(job.job_id, None) is not None:
             self._release(job)  # never launched: nothing to stop, no preemption
         else:
+            if self._computes(job):
+                self._stall_worked = self.now
             self._release(job, draining=bool(self.executor.stop(job)))
             job.preemptions += 1
         job.status = QUEUED
@@ -458,6 +472,8 @@ class Simulator:
             if pending and job.job_id in self.stopping:
                 job.preemptions -= 1  # restarted while it stopped, and finished instead
             self._release(job)
+            if pending and job.job_id in self.stopping:  # its old run's processes are gone
+                job.segments[-1].end = self.now
             if pending and job.segments:  # it never ran on the GPUs it was restarted on
                 job.gpus = job.segments[-1].gpus
                 job.servers = self.cluster.servers_of(job.gpus)
@@ -494,6 +510,8 @@ class Simulator:
             self.stopping[job.job_id] = job.gpus
             for g in job.gpus:
                 self.gpu_draining[g] += 1
+        elif job.job_id in self.stopping:
+            pass  # a restart that waited for its old run's stop: ``stop_done`` ends that segment
         elif job.segments and job.segments[-1].end != job.segments[-1].end:
             job.segments[-1].end = self.now
         del self.running[job.job_id]
@@ -530,6 +548,63 @@ class Simulator:
                 self._policy_failed("on_round", e)
             self._dirty = True
             self.at(self.now + interval, self._round, interval, tick)
+
+    def _check_stalled(self) -> None:
+        """Livelock guard (a policy's rounds keep the clock going forever): a ``ScheduleError``
+        once, for ``stall_window`` seconds, jobs were waiting or running, yet none finished or
+        arrived and none computed (ran past its restart delay: seen at its preemption, or
+        while running at a sample every tenth of the window). A policy that preempts jobs
+        every round, with stop and restart delays longer than its round, does that: its jobs
+        only ever restart."""
+        if self.now < self._stall_next:
+            return
+        window = self.stall_window()
+        self._stall_next = self.now + window / 10
+        mark = (self.finished, self.entered)
+        if (
+            mark != self._stall_mark
+            or self.entered == self.finished  # nothing to run until the next arrival
+            or any(self._computes(j) for j in self.running.values())
+        ):
+            self._stall_mark, self._stall_since = mark, self.now
+            return
+        since = max(self._stall_since, self._stall_worked)
+        if self.now - since <= window:
+            return
+        left = len(self.jobs) - self.finished
+        raise ScheduleError(
+            f"no progress for {self.now - since:g} simulated seconds: {left} job(s) "
+            f"unfinished, and since {since:g} s none finished, arrived or ran past its "
+            f"restart delay (policy {self.policy.name!r}; stop and restart delays longer than "
+            "the policy's round let preempted jobs only restart)",
+            field="policy",
+        )
+
+    def _computes(self, job: JobState) -> bool:
+        """``job``'s processes have run longer than the delay of their launch (a restart's
+        ``restart_delay``; none at the first), so it has done work."""
+        if job.job_id in self.launch_pending or not job.segments:
+            return False
+        seg = job.segments[-1]
+        delay = self.restart_delay_of(job) if len(job.segments) > 1 else 0.0
+        return seg.end != seg.end and self.now - seg.start > delay
+
+    def stall_window(self) -> float:
+        """Seconds without progress ``_check_stalled`` allows: a week of simulated time, or
+        100 × the longest stop plus restart delay of a job if longer (computed once)."""
+        if self._stall_window is None:
+            ex = self.executor
+            stop = float(ex.stop_delay) if isinstance(ex, StopDelays) else 0.0
+            longest = max(
+                (
+                    self.restart_delay_of(j)
+                    + (stop if j.spec.stop_delay is None else j.spec.stop_delay)
+                    for j in self.jobs
+                ),
+                default=0.0,
+            )
+            self._stall_window = max(7 * 86400.0, 100.0 * longest)
+        return self._stall_window
 
     # ------------------------------------------------------------------ main loop
     def _loop(self) -> int:
@@ -635,6 +710,8 @@ class Simulator:
     def _policy_pass(self) -> None:
         """The policy's ``schedule`` at the end of an instant where something changed."""
         self._dirty = False
+        if self.guards_stalls:
+            self._check_stalled()
         if self.admission is not None:
             self.admission.cycle(self)
         if self.queue:
