@@ -8,7 +8,8 @@ Invariants after every step:
   launches only once the old processes are gone);
 - the engine's books and the executor's agree: a job is done in the engine iff the executor
   recorded it finished or failed; a running job's GPUs are its residents;
-- in the end, with every process finishing its work, every job is done.
+- in the end, with every process finishing its work, every job is done, and the GPU time its
+  processes held fits in the segments the engine wrote.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from ddlsched.core.cluster import Cluster
 from ddlsched.core.realtime import RealtimeSimulator
+from ddlsched.core.results import build_result, gpu_held_seconds
 from ddlsched.core.state import DONE
 from ddlsched.live.executor import FINISHED, RUNNING, LiveExecutor
 from ddlsched.live.jobfile import LiveJob
@@ -249,6 +251,11 @@ class LiveMachine(RuleBasedStateMachine):
                 break
         assert self.sim.finished == len(self.sim.jobs)
         assert all(r.finished or r.failed for r in self.ex.runs.values())
+        # the GPU time processes held (launch → exit) fits in the segments the engine wrote:
+        # a segment ended before its processes did makes gpu_util exceed the held share
+        # (``ddlsched check`` failed a live Tiresias run on it)
+        segments = build_result(self.sim.cluster, self.sim.jobs, 0.0).segments
+        assert self.ex.busy_gpu_seconds() <= gpu_held_seconds(segments) + 1e-9
 
 
 LiveMachine.TestCase.settings = settings(
