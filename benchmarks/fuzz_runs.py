@@ -8,7 +8,8 @@ Three families of scenarios, each drawn from a seed:
 - ``queues``: Kueue set-ups on trace jobs (tests/test_tenancy_random.py runs four seeds of it):
   one GPU type or two (gavel-V:0:K, flavors named after the types), one to three
   ClusterQueues in a cohort or not, preemption and reclaim rules, borrowing and lending
-  limits, two priorities, arrivals with up to 12 decimals;
+  limits, two priorities, arrivals with up to 12 decimals, stop and restart delays as
+  ``plain``'s;
 - ``plain``: trace workloads without queues on clusters of one type or several, per-type
   durations, arrivals with up to 13 decimals, in half the runs stop and restart delays;
 - ``sia``: Kueue set-ups on ``sia-64`` with application jobs ``alpha`` and ``beta`` (batch
@@ -139,9 +140,10 @@ def plain_scenario(rng: random.Random) -> tuple[Cluster, list[JobSpec]]:
 
 
 def plain_delays(rng: random.Random) -> dict[str, object]:
-    """``plain``'s stop and restart delays: none in half the runs, else each 0, up to a minute
-    or up to 15 minutes (a stop longer than a policy's round lets it restart, and preempt
-    again, a job whose old run still stops)."""
+    """``plain``'s and ``queues``' stop and restart delays, from a generator of their own (the
+    scenarios stay those drawn before delays existed): none in half the runs, else each 0, up
+    to a minute or up to 15 minutes (a stop longer than a policy's round lets it restart, and
+    preempt again, a job whose old run still stops)."""
     if rng.random() < 0.5:
         return {}
     return {
@@ -205,7 +207,7 @@ def fuzz(
                 work = Path(d)
                 if family == "queues":
                     cluster, text, jobs = queues_scenario(rng)
-                    settings: dict[str, object] = {}
+                    settings: dict[str, object] = plain_delays(random.Random(seed + 2))
                 elif family == "plain":
                     cluster, jobs = plain_scenario(rng)
                     text, settings = "", plain_delays(random.Random(seed + 2))

@@ -4,6 +4,7 @@ reported with its seed and policy, and an ``InputError`` counts as a refusal."""
 from __future__ import annotations
 
 import importlib.util
+import random
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,20 @@ def test_a_failure_names_its_seed_and_policy_and_a_refusal_is_counted(
     out = capsys.readouterr().out
     assert "queues seed 8 fifo: RuntimeError: unfinished jobs" in out
     assert "queues: 2 runs checked, 1 failed, 2 refused" in out
+
+
+@pytest.mark.parametrize("family", ["plain", "queues"])
+def test_stop_and_restart_delays_reach_the_runs(family: str, monkeypatch: pytest.MonkeyPatch):
+    """Half the runs draw stop and restart delays (a stop longer than a round found the
+    engine's early-closed segment and its livelock), from a generator of their own."""
+    real, seen = fuzz_runs.simulate, []
+
+    def spy(cluster, jobs, policy, **kw):
+        seen.append(kw["settings"])
+        return real(cluster, jobs, policy, **kw)
+
+    monkeypatch.setattr(fuzz_runs, "simulate", spy)
+    ran, _, failures = fuzz_runs.fuzz(family, range(6), ["fifo"])
+    assert (ran, failures) == (6, [])
+    assert seen == [fuzz_runs.plain_delays(random.Random(s + 2)) for s in range(6)]
+    assert any(not d for d in seen) and any(d.get("stop_delay", 0) > 60 for d in seen)

@@ -22,6 +22,14 @@ TRACE = ModelProfile("trace", 0.0, 0.0, 0, 0.0, 0.0)
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _fuzz_runs():
+    """benchmarks/fuzz_runs.py as a module (its scenarios found the livelock)."""
+    spec = importlib.util.spec_from_file_location("fuzz_runs", ROOT / "benchmarks" / "fuzz_runs.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
 def job(i: int, arrival: float, duration: float, **delays: float) -> JobSpec:
     return JobSpec(i, arrival, 1, 0, TRACE, duration=duration, **delays)  # type: ignore[arg-type]
 
@@ -133,9 +141,7 @@ def test_the_fuzzers_livelock_ends_with_the_error():
     # benchmarks/fuzz_runs.py plain, seed 17, max-min-fairness on gavel-1:1:1: stops of
     # 497 s and restarts of 352 s against Gavel's 360-s rounds; it hung the fuzzer (the clock
     # passed 500,000,000 s with 4 of 20 jobs left)
-    spec = importlib.util.spec_from_file_location("fuzz_runs", ROOT / "benchmarks" / "fuzz_runs.py")
-    fuzz_runs = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(fuzz_runs)  # type: ignore[union-attr]
+    fuzz_runs = _fuzz_runs()
     delays = fuzz_runs.plain_delays(random.Random(17 + 2))
     assert delays == {"stop_delay": 497.192, "restart_delay": 351.622}
     cluster, jobs = fuzz_runs.plain_scenario(random.Random(17))
@@ -143,3 +149,19 @@ def test_the_fuzzers_livelock_ends_with_the_error():
     sim = build_simulator(cluster, jobs, "max-min-fairness", seed=17, settings=settings)
     with pytest.raises(ScheduleError, match="4 job.s. unfinished"):
         bounded(sim).run()
+
+
+def test_the_cli_prints_one_line_and_exits_2(tmp_path, capsys):
+    from ddlsched.cli import main
+    from ddlsched.workloads.trace_generic import write_generic
+
+    fuzz_runs = _fuzz_runs()
+    _, jobs = fuzz_runs.plain_scenario(random.Random(17))
+    write_generic(jobs, tmp_path / "jobs.csv")
+    argv = ["run", "--cluster", "gavel-1:1:1", "--workload", str(tmp_path / "jobs.csv")]
+    argv += ["--policy", "max-min-fairness", "--out", str(tmp_path / "out")]
+    argv += ["--set", "stop_delay=497.192", "--set", "restart_delay=351.622"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "no progress for" in err and "max-min-fairness" in err
+    assert not (tmp_path / "out").exists()  # nothing half-written
