@@ -98,7 +98,7 @@ def test_jobs_that_only_ever_restart_end_the_run_with_one_line():
     # raised one window (a week of simulated time here) after the last computing: job 1's
     # first run (60–120 s, a first launch has no restart delay) computed until its preemption
     # at 120 s; samples come every tenth of the window
-    since = float(text.split("since ")[1].split(" s ")[0])
+    since = float(text.split("since ")[1].split(" s:")[0])
     seconds = float(text.split("no progress for ")[1].split(" ")[0])
     assert since == 120.0
     assert 7 * 86400 < seconds <= 1.1 * 7 * 86400 + 60

@@ -571,14 +571,18 @@ class Simulator:
         since = max(self._stall_since, self._stall_worked)
         if self.now - since <= window:
             return
-        left = len(self.jobs) - self.finished
-        raise ScheduleError(
-            f"no progress for {self.now - since:g} simulated seconds: {left} job(s) "
-            f"unfinished, and since {since:g} s none finished, arrived or ran past its "
-            f"restart delay (policy {self.policy.name!r}; stop and restart delays longer than "
-            "the policy's round let preempted jobs only restart)",
-            field="policy",
+        left, idle = len(self.jobs) - self.finished, not self.running and not self.stopping
+        why = (
+            f"the policy left {left} job(s) waiting with none running"
+            if idle
+            else f"{left} job(s) unfinished, and none finished, arrived or ran past its "
+            "restart delay (stop and restart delays longer than the policy's round let "
+            "preempted jobs only restart)"
         )
+        text = f"no progress for {self.now - since:g} simulated seconds since {since:g} s: {why}"
+        if self.policy_origin is not None:
+            raise ScheduleError(text, source=self.policy_origin.label)
+        raise ScheduleError(f"{text} (policy {self.policy.name!r})", field="policy")
 
     def _computes(self, job: JobState) -> bool:
         """``job``'s processes have run longer than the delay of their launch (a restart's
