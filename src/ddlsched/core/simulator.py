@@ -176,8 +176,8 @@ class Simulator:
         #: jobs whose arrival has happened, admitted or not (= ``arrived`` without queues)
         self.entered = 0
         self._index: dict[int, int] = {}
-        #: the livelock guard (``_check_stalled``): (finished, entered) at the last round, and
-        #: since when no job finished, arrived or worked
+        #: the livelock guard (``_check_stalled``): (finished, entered) at its last sample, and
+        #: since when no job finished, arrived or computed
         self._stall_mark: tuple[int, int] = (-1, -1)
         self._stall_since = 0.0
         self._stall_worked = 0.0  # the last preemption of a job that had computed
