@@ -4,11 +4,10 @@ each round) used to keep the clock running forever; the run now ends with one li
 
 from __future__ import annotations
 
-import importlib.util
 import random
-from pathlib import Path
 
 import pytest
+from test_fuzz_runs import fuzz_runs  # benchmarks/fuzz_runs.py: its scenarios found the livelock
 
 from ddlsched.api import build_simulator
 from ddlsched.core.cluster import Cluster
@@ -19,15 +18,6 @@ from ddlsched.errors import ScheduleError
 from ddlsched.settings import Settings
 
 TRACE = ModelProfile("trace", 0.0, 0.0, 0, 0.0, 0.0)
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _fuzz_runs():
-    """benchmarks/fuzz_runs.py as a module (its scenarios found the livelock)."""
-    spec = importlib.util.spec_from_file_location("fuzz_runs", ROOT / "benchmarks" / "fuzz_runs.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
 
 
 def job(i: int, arrival: float, duration: float, **delays: float) -> JobSpec:
@@ -141,7 +131,6 @@ def test_the_fuzzers_livelock_ends_with_the_error():
     # benchmarks/fuzz_runs.py plain, seed 17, max-min-fairness on gavel-1:1:1: stops of
     # 497 s and restarts of 352 s against Gavel's 360-s rounds; it hung the fuzzer (the clock
     # passed 500,000,000 s with 4 of 20 jobs left)
-    fuzz_runs = _fuzz_runs()
     delays = fuzz_runs.plain_delays(random.Random(17 + 2))
     assert delays == {"stop_delay": 497.192, "restart_delay": 351.622}
     cluster, jobs = fuzz_runs.plain_scenario(random.Random(17))
@@ -155,7 +144,6 @@ def test_the_cli_prints_one_line_and_exits_2(tmp_path, capsys):
     from ddlsched.cli import main
     from ddlsched.workloads.trace_generic import write_generic
 
-    fuzz_runs = _fuzz_runs()
     _, jobs = fuzz_runs.plain_scenario(random.Random(17))
     write_generic(jobs, tmp_path / "jobs.csv")
     argv = ["run", "--cluster", "gavel-1:1:1", "--workload", str(tmp_path / "jobs.csv")]

@@ -510,9 +510,11 @@ class Simulator:
             self.stopping[job.job_id] = job.gpus
             for g in job.gpus:
                 self.gpu_draining[g] += 1
-        elif job.job_id in self.stopping:
-            pass  # a restart that waited for its old run's stop: ``stop_done`` ends that segment
-        elif job.segments and job.segments[-1].end != job.segments[-1].end:
+        elif (  # a restart that waited for its old run's stop: ``stop_done`` ends that segment
+            job.job_id not in self.stopping
+            and job.segments
+            and job.segments[-1].end != job.segments[-1].end
+        ):
             job.segments[-1].end = self.now
         del self.running[job.job_id]
 
