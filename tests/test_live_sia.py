@@ -335,10 +335,12 @@ def test_sia_moves_and_resizes_real_jobs_across_gpu_types(tmp_path: Path) -> Non
     assert rep.returncode == 0, rep.stderr
     assert json.loads((tmp_path / "rp" / "summary.json").read_text())["num_jobs"] == 4
     # each attempt calibrated on its own type's table: every job's measured steps are the
-    # pace scale (4) × its profile's, the jobs that ran on b included
+    # pace scale (4) × its profile's, the jobs that ran on b included. A loaded machine only
+    # slows the steps (a bare CI clone under load measured 4.85), so the upper bound is loose;
+    # a step calibrated on the other type's table would read 4 × 3 = 12 or 4 / 3 = 1.3
     with open(tmp_path / "rp" / "replay-jobs.csv") as f:
         scales = {int(row["job_id"]): float(row["scale"]) for row in csv.DictReader(f)}
-    assert all(3.4 < x < 4.8 for x in scales.values()), scales
+    assert all(3.4 < x < 6.5 for x in scales.values()), scales
     print(f"sia live: wall {wall:.1f} s, jobs moved across types {moved}, ran {ran}")
 
 
