@@ -58,6 +58,7 @@ from ..core.protocols import JobConfig, ProfileEstimates
 from ..core.sia_clusters import SIA_MAX_PHYSICAL_NODES
 from ..perf.goodput import EPS, JobGoodput, grad_gain, iteration_times, measured_step
 from ..perf.profiles import node_runs
+from .native_quiet import native_stdout_silenced
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.protocols import ProfileRun
@@ -390,13 +391,14 @@ def solve_ilp(
             n = kept.size
             live, a, upper = rows(var_job, var_col)
             lb = np.zeros(n)
-    res = milp(
-        obj,
-        constraints=LinearConstraint(a, -np.inf, upper),
-        integrality=np.ones(n),
-        bounds=Bounds(lb, np.ones(n)),
-        options={"mip_rel_gap": MIP_GAP, "presolve": True},
-    )
+    with native_stdout_silenced():  # HiGHS's debug printf()s (policies/native_quiet.py)
+        res = milp(
+            obj,
+            constraints=LinearConstraint(a, -np.inf, upper),
+            integrality=np.ones(n),
+            bounds=Bounds(lb, np.ones(n)),
+            options={"mip_rel_gap": MIP_GAP, "presolve": True},
+        )
     if res.x is None:
         raise RuntimeError(f"Sia's ILP has no solution: {res.message}")
     for k in np.flatnonzero(np.round(res.x) > 0):
