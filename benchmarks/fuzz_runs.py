@@ -28,7 +28,6 @@ import argparse
 import random
 import sys
 import tempfile
-from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
@@ -52,6 +51,8 @@ TRACE_POLICIES = ["fifo", "sjf", "tiresias", "sjf-ffs", "sjf-bsbf", *sorted(GAVE
 #: the policies that run application jobs on sia-64 (those that hold typed flavors first)
 SIA_POLICIES = ["sia", "gavel-tunedjobs", "pollux", "pollux-unaware", "fifo", "tiresias"]
 SIA_TYPED = ("sia", "gavel-tunedjobs")
+#: refused runs named per reason in the report (the rest counted)
+REFUSALS_SHOWN = 5
 
 
 def _flavor_entries(rng: random.Random, flavors: list[str], first: list[int], cohort: bool) -> str:
@@ -196,9 +197,11 @@ def fuzz(
     seeds: Iterable[int],
     policies: list[str],
     profiles: Path | None = None,
-) -> tuple[int, Counter[str], list[str]]:
-    """(runs, refusals by first words, failure lines) over ``seeds`` × ``policies``."""
-    ran, refused, failures = 0, Counter[str](), []
+) -> tuple[int, dict[str, list[str]], list[str]]:
+    """(runs, refusals by their first words → the "seed S POLICY" refused so, failure lines)
+    over ``seeds`` × ``policies``."""
+    ran, failures = 0, []
+    refused: dict[str, list[str]] = {}
     sia64 = load_cluster("sia-64") if family == "sia" else None
     for seed in seeds:
         for policy in policies:
@@ -231,7 +234,8 @@ def fuzz(
                 try:
                     found = _checked(run, work)
                 except InputError as e:
-                    refused[" ".join(str(e).split()[:8])] += 1
+                    why = " ".join(str(e).split()[:8])
+                    refused.setdefault(why, []).append(f"seed {seed} {policy}")
                     continue
                 ran += 1
                 if found is not None:
@@ -262,10 +266,11 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     print(
         f"{args.family}: {ran} runs checked, {len(failures)} failed, "
-        f"{sum(refused.values())} refused"
+        f"{sum(map(len, refused.values()))} refused"
     )
-    for why, n in refused.most_common():
-        print(f"  refused {n}×: {why} …")
+    for why, runs in sorted(refused.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        shown = ", ".join(runs[:REFUSALS_SHOWN]) + (", …" if len(runs) > REFUSALS_SHOWN else "")
+        print(f"  refused {len(runs)}×: {why} … ({shown})")
     return 1 if failures else 0
 
 

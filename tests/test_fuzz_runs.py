@@ -46,6 +46,8 @@ def test_a_failure_names_its_seed_and_policy_and_a_refusal_is_counted(
     out = capsys.readouterr().out
     assert "queues seed 8 fifo: RuntimeError: unfinished jobs" in out
     assert "queues: 2 runs checked, 1 failed, 2 refused" in out
+    # a refusal names the runs it refused, so each can be rerun and checked
+    assert "(seed 7 no-such, seed 8 no-such)" in out
 
 
 @pytest.mark.parametrize("family", ["plain", "queues"])
