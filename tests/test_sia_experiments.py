@@ -143,3 +143,32 @@ def test_gpu_hours_intervals_never_go_below_zero() -> None:
     lo, _ = metric_range("gpu_hours_per_job")
     assert lo == 0.0
     assert mean_ci([0.1, 0.2, 14.0], bounds=metric_range("gpu_hours_per_job"))[1] == 0.0
+
+
+def test_the_artifact_section_sets_our_mean_beside_the_artifacts_over_the_same_workloads() -> None:
+    """Each row: the mean of the artifact's workloads 1..n (n = the seeds we ran), in hours,
+    and the difference; a row with fewer artifact runs than our seeds is left out; Table 4 has
+    its own references (the homogeneous cluster), not Table 3's."""
+    from ddlsched.experiments.sia import (
+        ARTIFACT_AVG_JCT,
+        ARTIFACT_AVG_JCT_HOMO,
+        artifact_verdict_of,
+    )
+
+    t3, t4 = EXPERIMENTS["sia-table3"], EXPERIMENTS["sia-table4"]
+    refs = {("philly", "sia"): (3600.0, 7200.0, 10800.0), ("philly", "pollux"): (3600.0,)}
+    table = [
+        {"metric": "avg_jct", "variant": "philly", "row": "Sia", "seeds": 2, "ours_mean": 1.65},
+        {"metric": "p99_jct", "variant": "philly", "row": "Sia", "seeds": 2, "ours_mean": 9.0},
+        {"metric": "avg_jct", "variant": "philly", "row": "Pollux", "seeds": 2, "ours_mean": 1.0},
+    ]
+    text = artifact_verdict_of(refs, " (note)")(t4, table)
+    assert "machine (note)" in text
+    assert "| philly | Sia | 1.650 | 1.500 | +10.0 % | 1–2 |" in text
+    assert "Pollux" not in text  # one artifact run, two seeds of ours: no like-for-like mean
+    assert "none of these runs" in artifact_verdict_of({})(t4, table)
+    # each table closes with its own references
+    assert t3.verdict is not None and t4.verdict is not None
+    sia3 = {"metric": "avg_jct", "variant": "philly", "row": "Sia", "seeds": 1, "ours_mean": 0.5}
+    assert f"{ARTIFACT_AVG_JCT[('philly', 'sia')][0] / 3600:.3f}" in t3.verdict(t3, [sia3])
+    assert ARTIFACT_AVG_JCT_HOMO is not ARTIFACT_AVG_JCT
