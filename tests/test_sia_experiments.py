@@ -171,4 +171,7 @@ def test_the_artifact_section_sets_our_mean_beside_the_artifacts_over_the_same_w
     assert t3.verdict is not None and t4.verdict is not None
     sia3 = {"metric": "avg_jct", "variant": "philly", "row": "Sia", "seeds": 1, "ours_mean": 0.5}
     assert f"{ARTIFACT_AVG_JCT[('philly', 'sia')][0] / 3600:.3f}" in t3.verdict(t3, [sia3])
-    assert ARTIFACT_AVG_JCT_HOMO is not ARTIFACT_AVG_JCT
+    gavel = {**sia3, "row": "Gavel+TJ"}
+    homo = ARTIFACT_AVG_JCT_HOMO[("philly", "gavel-tunedjobs")][0] / 3600
+    hetero = ARTIFACT_AVG_JCT[("philly", "gavel-tunedjobs")][0] / 3600
+    assert f"{homo:.3f}" in t4.verdict(t4, [gavel]) and f"{hetero:.3f}" in t3.verdict(t3, [gavel])

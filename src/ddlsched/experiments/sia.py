@@ -88,7 +88,9 @@ ARTIFACT_AVG_JCT = {
 #: The same for Table 4: the artifact's simulator with its cluster set to 16 nodes of 4 T4s
 #: (``cluster_nnodes = {"aws": 16}``, the line its simulator_config.py has commented out for
 #: the homogeneous cluster); its Pollux is ``multi_simulator_unaware.py`` on that one type
-ARTIFACT_AVG_JCT_HOMO: dict[tuple[str, str], tuple[float, ...]] = {}
+ARTIFACT_AVG_JCT_HOMO: dict[tuple[str, str], tuple[float, ...]] = {
+    ("philly", "gavel-tunedjobs"): (12026.2875, 14300.4625, 15683.36875),
+}
 
 
 def sia_data(data: str | None = None) -> Path:
