@@ -262,6 +262,7 @@ def test_the_settings_a_builtin_reads_come_from_the_registry() -> None:
         "tiresias_thresholds": {"tiresias"},
         "pollux_ncf_batch": {"pollux", "pollux-unaware"},
         "pollux_search": {"pollux", "pollux-unaware"},
+        "goodput_fit": {"pollux", "pollux-unaware", "sia"},
         "gavel_round": {*GAVEL, "gavel-tunedjobs"},
         "gavel_reset_interval": set(GAVEL),
         "gavel_fifo_quirk": {"gavel-fifo"},

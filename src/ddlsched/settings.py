@@ -99,6 +99,7 @@ RECORDED_IF_CHANGED = frozenset(
         "poll_interval",
         "ring_bytes",
         "pollux_search",
+        "goodput_fit",
     }
 )
 
@@ -165,6 +166,10 @@ class PolicySettings:
     # pollux / pollux-unaware's allocation search: ddlsched's deterministic one, or the
     # artifacts' NSGA-II seeded by --seed (policies/pollux_nsga.py; needs pymoo)
     pollux_search: str = "ddlsched"
+    # how pollux, pollux-unaware and sia fit a job's throughput model to what it ran
+    # (perf/goodput.py): "exact" (ddlsched: the artifacts' loss minimised) or "artifact" (the
+    # Sia artifact's one L-BFGS-B at tol 1e-5, which stops near its start; docs/sia.md)
+    goodput_fit: str = "exact"
     # Gavel's round-based policies (policies/gavel.py): its time_per_iteration, its
     # minimum_time_between_allocation_resets, and its FIFO's every-job-on-v100 slip
     gavel_round: float = 360.0
@@ -436,6 +441,7 @@ class Settings(
             ("ground_truth", ("measured", "fitted")),
             ("calibration", ("none", "sia")),
             ("pollux_search", ("ddlsched", "nsga2")),
+            ("goodput_fit", ("exact", "artifact")),
         ):
             if getattr(self, name) not in allowed:
                 raise InputError(f"must be one of {', '.join(allowed)}", source=source, field=name)

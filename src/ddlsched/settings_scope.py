@@ -176,6 +176,10 @@ SCOPES: dict[str, Rule] = {
         "with the pollux and pollux-unaware policies",
         _reads("pollux_search"),
     ),
+    "goodput_fit": (
+        "with the pollux, pollux-unaware and sia policies",
+        _reads("goodput_fit"),
+    ),
     **{k: ("with the sia policy", _reads(k)) for k in ("sia_p", "sia_lambda_n", "sia_lambda_a")},
     "gavel_round": (f"with Gavel's policies ({_GAVEL}) and gavel-tunedjobs", _reads("gavel_round")),
     "gavel_reset_interval": (f"with Gavel's policies ({_GAVEL})", _reads("gavel_reset_interval")),

@@ -255,6 +255,9 @@ class JobGoodput:
     params: ThroughputParams | None = None
     grad: tuple[float, float] | None = None
     profile: dict[tuple[int, int, int], tuple[float, float]] = field(default_factory=dict)
+    #: how the throughput parameters are fitted: "exact" (ddlsched's minimisation of the
+    #: artifact's loss) or "artifact" (its one L-BFGS-B at tol 1e-5); :data:`FIT_METHODS`
+    fit: str = "exact"
     # optimize's memos (module doc), valid while params and grad keep their exact values:
     # results per (multi-node?, R, epoch), T_iter per (multi-node?, R), grad gains per R
     _memo: dict[tuple[bool, int, int], tuple[int, float]] = field(
@@ -308,6 +311,7 @@ class JobGoodput:
             [t[0] for t in times],
             [t[1] for t in times],
             start=self.params,
+            method=self.fit,
         )
 
     @property
@@ -700,9 +704,13 @@ def fit_observations(
     sync_time: Sequence[float],
     *,
     start: ThroughputParams | None = None,
+    method: str = "exact",
 ) -> ThroughputParams:
     """:class:`ThroughputParams` minimising the artifact's fitting loss over observed
     configurations (module doc; gp:148-229). Deterministic for the same arguments.
+
+    ``method="artifact"`` is the artifact's own minimisation instead (:func:`_fit_artifact`;
+    ``start`` unused, as the artifact always starts from :data:`FIT_START`). The default:
 
     1. ``scipy.optimize.least_squares`` (trust-region reflective, analytic Jacobian, α and β as
        logarithms) on the smooth surrogate MSLE(T_a) + MSLE(T_o) + regularisers, from the
@@ -719,13 +727,17 @@ def fit_observations(
         tuple(map(float, local_bsz)),
         tuple(map(float, step_time)),
         tuple(map(float, sync_time)),
-        None if start is None else start.as_tuple(),
+        None if start is None or method == "artifact" else start.as_tuple(),
+        method,
     )
     hit = _FITS.get(key)
     if hit is None:
+        if method not in FIT_METHODS:
+            raise ValueError(f"fit method must be one of {', '.join(FIT_METHODS)}: {method!r}")
         if len(_FITS) >= _FITS_MAX:
             _FITS.clear()
-        hit = _FITS[key] = _fit(num_nodes, replicas, local_bsz, step_time, sync_time, start)
+        fit = _fit_artifact if method == "artifact" else _fit
+        hit = _FITS[key] = fit(num_nodes, replicas, local_bsz, step_time, sync_time, start)
     return hit
 
 
@@ -752,9 +764,55 @@ def _fit(num_nodes, replicas, local_bsz, step_time, sync_time, start) -> Through
         )
         if math.isfinite(res.fun) and res.fun < value:
             z = np.clip(res.x, prob.z_lower, prob.z_upper)
+    return _finish(prob, z)
+
+
+def _finish(prob: _FitProblem, z: np.ndarray) -> ThroughputParams:
+    """Parameters at z, with the artifact's inter-node prior where no multi-node
+    configuration was observed (gp:148-229) and γ within its bounds."""
     x = prob.to_x(z)
     if not prob.multi.any():  # gp:148-229
         x[2] = max(x[2], x[4] * PRIOR_INTER)
         x[3] = max(x[3], x[5] * PRIOR_INTER)
     x[6] = min(max(x[6], FIT_GAMMA[0]), FIT_GAMMA[1])
     return ThroughputParams(*(float(v) for v in x))
+
+
+#: ``fit_observations``'s methods (setting ``goodput_fit``)
+FIT_METHODS = ("exact", "artifact")
+#: the tolerance the Sia artifact gives its L-BFGS-B (sia-simulator/goodput.py,
+#: ``fit_perf_params``: ``scipy.optimize.minimize(..., bounds=bounds, tol=1e-5)``)
+ARTIFACT_FIT_TOL = 1e-5
+
+
+def _fit_artifact(num_nodes, replicas, local_bsz, step_time, sync_time, start) -> ThroughputParams:
+    """The Sia artifact's ``fit_perf_params``: one L-BFGS-B in raw parameter space from
+    :data:`FIT_START`, its loss with the exact gradient, ``tol`` 1e-5, fixed parameters
+    held (here: left out). Where few micro-batch sizes were observed the loss is nearly flat
+    along α_c + β_c·a, and this stops near its start (β_c > 0: a smaller micro-batch is
+    faster), where :func:`_fit` goes on to the minimum (often β_c → 1e-8: every micro-batch
+    as slow), which makes spreading a job over more GPUs look useless (docs/sia.md)."""
+    from scipy.optimize import minimize
+
+    prob = _FitProblem(num_nodes, replicas, local_bsz, step_time, sync_time)
+    is_log = prob.is_log
+    lower = np.where(is_log, np.exp(prob.z_lower), prob.z_lower)
+    upper = np.where(is_log, np.exp(prob.z_upper), prob.z_upper)
+    x0 = np.clip(np.asarray(FIT_START, dtype=float)[prob.free], lower, upper)
+
+    def loss(x: np.ndarray) -> tuple[float, np.ndarray]:
+        x = np.clip(x, lower, upper)
+        value, grad_z = prob.loss(np.where(is_log, np.log(x), x))
+        return value, np.where(is_log, grad_z / x, grad_z)  # dz/dx = 1/x for z = log x
+
+    with np.errstate(all="ignore"):
+        res = minimize(
+            loss,
+            x0,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=list(zip(lower, upper, strict=True)),
+            tol=ARTIFACT_FIT_TOL,
+        )
+    x = np.clip(res.x if np.all(np.isfinite(res.x)) else x0, lower, upper)
+    return _finish(prob, np.where(is_log, np.log(x), x))

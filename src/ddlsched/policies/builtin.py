@@ -79,6 +79,7 @@ def _pollux(settings: Settings, placement: str | None) -> Any:
         restart_penalty=settings.rescale_delay,
         ncf_batch=settings.pollux_ncf_batch,
         search=_search(settings),
+        fit=settings.goodput_fit,
     )
 
 
@@ -94,6 +95,7 @@ def _pollux_unaware(settings: Settings, placement: str | None) -> Any:
         search=_search(settings),
         restart_delays=dict(delays),
         default_delay=settings.rescale_delay,
+        fit=settings.goodput_fit,
     )
 
 
@@ -109,6 +111,7 @@ def _sia(settings: Settings, placement: str | None) -> Any:
         lambda_a=settings.sia_lambda_a,
         restart_delays=dict(delays),
         default_delay=settings.rescale_delay,
+        fit=settings.goodput_fit,
     )
 
 
@@ -245,7 +248,7 @@ def register_builtins(register_policy: Callable[..., Any]) -> None:
             _pollux,
             (PROFILE_JOBS,),
             False,
-            ("interval", "pollux_ncf_batch", "pollux_search"),
+            ("interval", "pollux_ncf_batch", "pollux_search", "goodput_fit"),
             "elastic: GPUs per server and batch per job every round (goodput, p = -1)",
         ),
         (
@@ -253,7 +256,7 @@ def register_builtins(register_policy: Callable[..., Any]) -> None:
             _pollux_unaware,
             (PROFILE_JOBS,),
             False,
-            ("interval", "pollux_ncf_batch", "pollux_search"),
+            ("interval", "pollux_ncf_batch", "pollux_search", "goodput_fit"),
             "Pollux seeing one GPU type: 4-GPU virtual nodes, one model per job (Sia's baseline)",
         ),
         (
@@ -261,7 +264,7 @@ def register_builtins(register_policy: Callable[..., Any]) -> None:
             _sia,
             (PROFILE_JOBS,),
             False,
-            ("interval", "sia_p", "sia_lambda_n", "sia_lambda_a"),
+            ("interval", "sia_p", "sia_lambda_n", "sia_lambda_a", "goodput_fit"),
             "Sia: ILP over (GPU type, GPU count) per job every round (goodput, p = -0.5)",
         ),
         (

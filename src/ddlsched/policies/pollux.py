@@ -61,6 +61,9 @@ class Pollux:
     #: seeded by the run's seed: pollux_nsga; setting ``pollux_search``), or a callable
     #: RoundProblem → allocation, one per run (e.g. ``pollux_nsga.NSGA2Search(seed, ...)``)
     search: str | Callable[[RoundProblem], np.ndarray] = "ddlsched"
+    #: how the jobs' throughput models are fitted (``perf.goodput.FIT_METHODS``; setting
+    #: ``goodput_fit``)
+    fit: str = "exact"
     _models: dict[int, JobGoodput] = field(default_factory=dict, init=False, repr=False)
     _restarts: dict[int, int] = field(default_factory=dict, init=False, repr=False)
     _rows: dict[int, tuple] = field(default_factory=dict, init=False, repr=False)
@@ -130,7 +133,7 @@ class Pollux:
     def _model(self, job: JobState) -> JobGoodput:
         m = self._models.get(job.job_id)
         if m is None:
-            m = self._models[job.job_id] = JobGoodput(self.ex.application(job))
+            m = self._models[job.job_id] = JobGoodput(self.ex.application(job), fit=self.fit)
         return m
 
     # ------------------------------------------------------------------ the job agent

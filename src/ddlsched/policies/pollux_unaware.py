@@ -171,7 +171,7 @@ class PolluxUnaware(Pollux):
         cluster's first type where it has no ``reference_type``)."""
         m = self._models.get(job.job_id)
         if m is None:
-            m = self._models[job.job_id] = JobGoodput(self._reference_app(job))
+            m = self._models[job.job_id] = JobGoodput(self._reference_app(job), fit=self.fit)
         return m
 
     def _reference_app(self, job: JobState) -> Application:

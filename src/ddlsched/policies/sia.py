@@ -423,6 +423,9 @@ class Sia:
     default_delay: float = 30.0
     #: a list to append every round's ``SiaProblem`` to
     record: list[SiaProblem] | None = None
+    #: how the jobs' throughput models are fitted (``perf.goodput.FIT_METHODS``; setting
+    #: ``goodput_fit``)
+    fit: str = "exact"
     elastic = True
     #: a job a Kueue flavor holds to a GPU type (``JobState.flavor_type``, ``--queues``) gets
     #: only that type's configurations (``on_round``)
@@ -485,7 +488,7 @@ class Sia:
         fits = self._fits.setdefault(job.job_id, {})
         m = fits.get(t)
         if m is None:
-            m = fits[t] = JobGoodput(app)
+            m = fits[t] = JobGoodput(app, fit=self.fit)
         m.observe(len(run.placement), sum(run.placement), cfg.a, step, sync)
 
     def observe_measured(self, run: ProfileRun, iteration_time: float) -> tuple[float, float]:
@@ -504,7 +507,7 @@ class Sia:
         fits = self._fits.setdefault(job.job_id, {})
         m = fits.get(t)
         if m is None:
-            m = fits[t] = JobGoodput(app)
+            m = fits[t] = JobGoodput(app, fit=self.fit)
         m.observe(len(run.placement), sum(run.placement), cfg.a, step, sync, replace=True)
         return step, sync
 
