@@ -29,9 +29,11 @@ from pathlib import Path
 
 #: ddlsched policy → (the artifact's policy name in the results, ddlsched settings)
 POLICIES: dict[str, tuple[str, dict[str, str]]] = {
-    "sia": ("sia", {"interval": "60"}),  # --policy=sia --interval=60
+    # --policy=sia --interval=60; its jobs' models fitted as the artifact's goodput.py does
+    "sia": ("sia", {"interval": "60", "goodput_fit": "artifact"}),
     "gavel-tunedjobs": ("gavel", {"gavel_round": "360"}),  # --policy=gavel --interval=360
-    "pollux-unaware": ("pollux-unaware", {"interval": "60"}),  # multi_simulator_unaware.py
+    # multi_simulator_unaware.py (the same goodput.py)
+    "pollux-unaware": ("pollux-unaware", {"interval": "60", "goodput_fit": "artifact"}),
 }
 
 

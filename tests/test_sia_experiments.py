@@ -19,6 +19,9 @@ def test_registered_with_the_issues_names_rows_metrics_and_papers_numbers() -> N
     t3, t4 = EXPERIMENTS["sia-table3"], EXPERIMENTS["sia-table4"]
     assert [r.policy for r in t3.rows] == ["sia", "pollux-unaware", "gavel-tunedjobs"]
     assert [r.policy for r in t4.rows] == ["sia", "pollux", "gavel-tunedjobs"]
+    # the elastic rows fit throughput models as the artifact does; Gavel fits none
+    for t in (t3, t4):
+        assert [dict(r.settings) for r in t.rows] == [{"goodput_fit": "artifact"}] * 2 + [{}]
     assert list(t3.metrics) == ["avg_jct", "p99_jct", "makespan", "gpu_hours_per_job"]
     assert list(t3.variants) == ["philly", "helios", "newtrace"]
     assert t3.cluster == "sia-64" and t4.cluster == "sia-homo-64"
@@ -81,9 +84,11 @@ def test_one_workload_of_table3_beside_a_plain_run(tmp_path, capsys) -> None:
     assert {r for r, _ in rows} == {"Sia", "Pollux", "Gavel+TJ"}
     assert rows[("Sia", "avg_jct")]["paper"] == "0.6"
     assert rows[("Sia", "avg_jct")]["unit"] == "h"
-    # the table's numbers are those of `ddlsched run` on the same inputs
+    # the table's numbers are those of `ddlsched run` on the same inputs, the elastic rows
+    # with the artifact's throughput fit
     run = tmp_path / "run"
     sets = [f"profiles={root / 'traces'}", "calibration=sia", "semantics=rounds"]
+    sets.append("goodput_fit=artifact")
     args = ["run", "--cluster", "sia-64", "--policy", "sia", "--quiet", "--out", str(run)]
     args += ["--workload", str(root / "workloads" / "philly" / "workload-1.csv")]
     assert main([*args, *[x for s in sets for x in ("--set", s)]]) == 0
