@@ -180,3 +180,7 @@ def test_the_artifact_section_sets_our_mean_beside_the_artifacts_over_the_same_w
     homo = ARTIFACT_AVG_JCT_HOMO[("philly", "gavel-tunedjobs")][0] / 3600
     hetero = ARTIFACT_AVG_JCT[("philly", "gavel-tunedjobs")][0] / 3600
     assert f"{homo:.3f}" in t4.verdict(t4, [gavel]) and f"{hetero:.3f}" in t3.verdict(t3, [gavel])
+    # Sia on the homogeneous cluster, workloads 1-2: the artifact's mean beside ours
+    sia2 = {**sia3, "seeds": 2, "ours_mean": 2.0}
+    both = sum(ARTIFACT_AVG_JCT_HOMO[("philly", "sia")][:2]) / 2 / 3600
+    assert f"| philly | Sia | 2.000 | {both:.3f} |" in t4.verdict(t4, [sia2])
