@@ -70,6 +70,11 @@ loss of the true parameters). Here, deterministically:
    artifact's own loss from there, kept if it lowers that loss;
 3. the inter-node prior above.
 
+``fit_observations(..., method="artifact")`` (setting ``goodput_fit=artifact``) runs the
+artifact's own minimisation instead, as Sia's copy of this file has it (one L-BFGS-B from the
+start at ``tol`` 1e-5); where the loss is flat the two differ (docs/sia.md, "The throughput
+fit").
+
 Further numerical differences: α and β are bounded above by 1e4 s (the artifact: ∞); fixed
 parameters are left out of the optimisation instead of given equal bounds; observations with
 step ≤ sync (no usable compute time; none in the artifact's data) are left out of the
