@@ -104,3 +104,10 @@ def test_the_setting_reaches_each_policys_job_models(tmp_path, policy: str) -> N
         assert models and {m.fit for m in models} == {fit}
         fits[fit] = [m.params for m in models]
     assert fits["exact"] != fits["artifact"]
+
+
+def test_an_unknown_fit_is_refused_in_one_line_naming_the_field() -> None:
+    from ddlsched.errors import InputError
+
+    with pytest.raises(InputError, match="goodput_fit.*must be one of exact, artifact"):
+        Settings.from_mapping({"goodput_fit": "nope"})

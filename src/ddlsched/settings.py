@@ -432,6 +432,7 @@ class Settings(
         if self.sia_lambda_n < 0:
             raise InputError("must be ≥ 0", source=source, field="sia_lambda_n")
         from .core.ratemodels import model_names
+        from .perf.goodput import FIT_METHODS
 
         for name, allowed in (
             ("model", tuple(model_names())),
@@ -441,7 +442,7 @@ class Settings(
             ("ground_truth", ("measured", "fitted")),
             ("calibration", ("none", "sia")),
             ("pollux_search", ("ddlsched", "nsga2")),
-            ("goodput_fit", ("exact", "artifact")),
+            ("goodput_fit", FIT_METHODS),
         ):
             if getattr(self, name) not in allowed:
                 raise InputError(f"must be one of {', '.join(allowed)}", source=source, field=name)

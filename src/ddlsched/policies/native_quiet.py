@@ -14,27 +14,24 @@ thread of a process with no other Python thread (``run``, ``reproduce`` and its 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_LIBC: ctypes.CDLL | None | bool = False  # False: not looked up yet; None: not available
 
-
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
     """The C library, for ``fflush(NULL)`` (C's stdout buffer holds printf's bytes when
-    descriptor 1 is a pipe or file); None where there is none to load."""
-    global _LIBC
-    if _LIBC is False:
-        try:
-            lib = ctypes.CDLL(None)
-            lib.fflush.argtypes = [ctypes.c_void_p]
-            _LIBC = lib
-        except (OSError, AttributeError, TypeError):
-            _LIBC = None
-    return _LIBC  # type: ignore[return-value]
+    descriptor 1 is a pipe or file); None where there is none to load. Looked up once."""
+    try:
+        lib = ctypes.CDLL(None)
+        lib.fflush.argtypes = [ctypes.c_void_p]
+    except (OSError, AttributeError, TypeError):
+        return None
+    return lib
 
 
 def _flush_c() -> None:
